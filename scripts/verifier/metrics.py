@@ -1,0 +1,69 @@
+"""Reads a worker's final metrics from its log, in either of the two forms a trainer may print.
+
+- One JSON object per line with `"event": "final"` (this project's trainer, full precision).
+- The tutorial's line of `key=value` pairs: `worker=0 replicas=2 initial_loss=0.7459 ...`, so the
+  tutorial's own program can be verified unchanged.
+
+The last final-metrics line in the log wins; a JSON line beats a `key=value` line.
+"""
+
+import json
+import re
+
+# Keys that identify the worker rather than describe the training: never compared.
+IDENTITY_KEYS = frozenset({"event", "worker", "hostname"})
+
+_PAIR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
+
+
+def parse_final_metrics(log: str) -> dict[str, float | int | str] | None:
+    json_metrics = None
+    pair_metrics = None
+    for line in log.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            record = _json_record(line)
+            if record is not None and record.get("event") == "final":
+                json_metrics = record
+        elif "=" in line:
+            pairs = _pairs(line)
+            if pairs is not None:
+                pair_metrics = pairs
+    return json_metrics if json_metrics is not None else pair_metrics
+
+
+def _json_record(line: str) -> dict | None:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def _pairs(line: str) -> dict | None:
+    """A line made only of `key=value` tokens that names the worker and its replicas."""
+    pairs = {}
+    for token in line.split():
+        match = _PAIR.match(token)
+        if not match:
+            return None
+        pairs[match.group(1)] = _number(match.group(2))
+    return pairs if {"worker", "replicas"} <= pairs.keys() else None
+
+
+def _number(text: str) -> float | int | str:
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def last_error_line(log: str) -> str:
+    """The line most likely to say why a worker failed: the last that looks like an error."""
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if re.search(r"error|exception|failed|fatal|killed|stopped", line, re.IGNORECASE):
+            return line
+    return lines[-1] if lines else "(no output)"

@@ -1,0 +1,76 @@
+"""The verdict three ways: a table for people, JSON for programs, JUnit XML for CI."""
+
+import json
+import xml.etree.ElementTree as ElementTree
+
+from verifier.verdict import Verdict
+
+# The table's metric columns, when present; the JSON output carries every metric.
+_PREFERRED_COLUMNS = ("replicas", "initial_loss", "final_loss", "final_accuracy")
+
+
+def _columns(verdict: Verdict) -> list[str]:
+    keys = {key for worker in verdict.workers for key in (worker.metrics or {})}
+    preferred = [key for key in _PREFERRED_COLUMNS if key in keys]
+    return preferred
+
+
+def _cell(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)
+
+
+def table(verdict: Verdict) -> str:
+    columns = _columns(verdict)
+    rows = [["worker", "status", *columns]]
+    for worker in verdict.workers:
+        metrics = worker.metrics or {}
+        rows.append([worker.name, worker.status, *(_cell(metrics.get(key)) for key in columns)])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines.append(summary(verdict))
+    lines.extend(f"  - {problem}" for problem in verdict.problems)
+    return "\n".join(lines)
+
+
+def summary(verdict: Verdict) -> str:
+    if verdict.passed:
+        figures = " ".join(f"{key}={_cell(verdict.metrics[key])}" for key in _columns(verdict))
+        return f"verdict: PASS: {len(verdict.workers)} of {verdict.expected_workers} workers agree: {figures}"
+    return f"verdict: FAIL: {len(verdict.problems)} problem(s)"
+
+
+def as_json(verdict: Verdict) -> str:
+    return json.dumps(
+        {
+            "event": "verdict",
+            "passed": verdict.passed,
+            "expected_workers": verdict.expected_workers,
+            "workers": [
+                {"name": w.name, "status": w.status, "metrics": w.metrics, "problem": w.problem} for w in verdict.workers
+            ],
+            "differences": list(verdict.differences),
+            "problems": list(verdict.problems),
+            "metrics": verdict.metrics,
+        }
+    )
+
+
+def junit(verdict: Verdict) -> str:
+    """One test case per worker plus one for the cross-worker agreement."""
+    suite = ElementTree.Element(
+        "testsuite",
+        name="tfcluster.verify",
+        tests=str(len(verdict.workers) + 1),
+        failures=str(sum(1 for w in verdict.workers if w.problem) + (1 if verdict.differences else 0)),
+    )
+    for worker in verdict.workers:
+        case = ElementTree.SubElement(suite, "testcase", classname="tfcluster.worker", name=worker.name)
+        if worker.problem:
+            ElementTree.SubElement(case, "failure", message=worker.problem).text = worker.problem
+    agreement = ElementTree.SubElement(suite, "testcase", classname="tfcluster.cluster", name="metrics agree")
+    if verdict.differences:
+        text = "\n".join(verdict.differences)
+        ElementTree.SubElement(agreement, "failure", message=verdict.differences[0]).text = text
+    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)

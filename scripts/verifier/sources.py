@@ -1,0 +1,22 @@
+"""Where worker reports come from: the results directory of a running cluster, or saved logs."""
+
+import time
+from pathlib import Path
+
+from trainer.results import WorkerFiles, wait_for_exit
+from verifier.verdict import WorkerReport
+
+
+def from_results_dir(directory: Path, names: list[str], *, timeout: float, clock=time.monotonic) -> list[WorkerReport]:
+    """Waits (together, up to `timeout` seconds) for every named worker to exit, then reports them."""
+    deadline = clock() + timeout
+    reports = []
+    for name in names:
+        record = wait_for_exit(WorkerFiles(directory, name), deadline, clock)
+        reports.append(WorkerReport(name=record.name, state=record.state, exit_code=record.exit_code, log=record.log))
+    return reports
+
+
+def from_log_files(paths: list[Path]) -> list[WorkerReport]:
+    """Saved logs: each file is one worker, named by the file's stem; exit statuses are unknown."""
+    return [WorkerReport(name=path.stem, state="log", exit_code=None, log=path.read_text(errors="replace")) for path in paths]

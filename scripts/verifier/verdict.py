@@ -1,0 +1,113 @@
+"""The verdict: per worker, what went wrong; across workers, which metrics disagree."""
+
+import dataclasses
+import math
+
+from verifier.metrics import IDENTITY_KEYS, last_error_line, parse_final_metrics
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkerReport:
+    """One worker as a source saw it. `exit_code` is None when the source cannot know it."""
+
+    name: str
+    state: str  # "exited", "missing", "running", "killed", or "log" (a saved log, exit unknown)
+    exit_code: int | None
+    log: str
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkerOutcome:
+    name: str
+    status: str
+    metrics: dict | None
+    problem: str | None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Verdict:
+    workers: tuple[WorkerOutcome, ...]
+    differences: tuple[str, ...]
+    metrics: dict  # The agreed metrics (those of the first worker that reported any).
+    expected_workers: int
+
+    @property
+    def problems(self) -> tuple[str, ...]:
+        return tuple(f"{w.name}: {w.problem}" for w in self.workers if w.problem) + self.differences
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+def judge(reports: list[WorkerReport], *, expected_workers: int, tolerance: float = 0.0) -> Verdict:
+    outcomes = [_judge_worker(report, expected_workers) for report in reports]
+    if len(reports) < expected_workers:
+        outcomes.append(
+            WorkerOutcome(
+                name=f"({expected_workers - len(reports)} more)",
+                status="missing",
+                metrics=None,
+                problem=f"only {len(reports)} of {expected_workers} expected workers reported",
+            )
+        )
+    reporting = [outcome for outcome in outcomes if outcome.metrics is not None]
+    differences = _differences(reporting, tolerance)
+    agreed = {key: value for key, value in (reporting[0].metrics if reporting else {}).items() if key not in IDENTITY_KEYS}
+    return Verdict(
+        workers=tuple(outcomes), differences=tuple(differences), metrics=agreed, expected_workers=expected_workers
+    )
+
+
+def _judge_worker(report: WorkerReport, expected_workers: int) -> WorkerOutcome:
+    metrics = parse_final_metrics(report.log)
+    status, problem = _status_and_problem(report)
+    if problem is None:
+        if metrics is None:
+            problem = "no final metrics in its log"
+        elif metrics.get("replicas") != expected_workers:
+            problem = f"replicas={metrics.get('replicas')}, expected {expected_workers}"
+    return WorkerOutcome(name=report.name, status=status, metrics=metrics, problem=problem)
+
+
+def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:
+    if report.state == "missing":
+        return "missing", "missing: it never started"
+    if report.state == "running":
+        return "running", "still running when the verifier's timeout ran out"
+    if report.state == "killed":
+        return "killed", f"killed without an exit status (SIGKILL or out of memory); last line: {last_error_line(report.log)}"
+    if report.state == "log":
+        return "log", None
+    if report.exit_code != 0:
+        return f"exited {report.exit_code}", f"exited {report.exit_code}: {last_error_line(report.log)}"
+    return "exited 0", None
+
+
+def _differences(reporting: list[WorkerOutcome], tolerance: float) -> list[str]:
+    differences = []
+    keys = sorted({key for outcome in reporting for key in outcome.metrics} - IDENTITY_KEYS)
+    for key in keys:
+        lacking = [outcome.name for outcome in reporting if key not in outcome.metrics]
+        if lacking:
+            differences.append(f"{key} missing on {', '.join(lacking)}")
+            continue
+        values = [outcome.metrics[key] for outcome in reporting]
+        if not all(_same(values[0], value, tolerance) for value in values[1:]):
+            shown = _show(values)
+            differences.append(f"{key} differs: " + " ".join(f"{o.name}={text}" for o, text in zip(reporting, shown)))
+    return differences
+
+
+def _same(first, second, tolerance: float) -> bool:
+    if isinstance(first, (int, float)) and isinstance(second, (int, float)):
+        return math.isclose(first, second, rel_tol=0.0, abs_tol=tolerance)
+    return first == second
+
+
+def _show(values: list) -> list[str]:
+    """Four decimals, like the tutorial; full precision when four decimals would hide the difference."""
+    short = [f"{value:.4f}" if isinstance(value, float) else str(value) for value in values]
+    if len(set(short)) > 1:
+        return short
+    return [repr(value) for value in values]

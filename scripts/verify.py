@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""Verify a multi-worker training run: every worker exited 0, reported, and agrees.
+
+Examples:
+  verify.py --results /results              # in the Compose project (waits for the workers)
+  verify.py worker-0.log worker-1.log       # saved logs, e.g. of the tutorial's own program
+
+Exit status: 0 pass, 7 verification failed, 2 bad arguments (README.md, "Exit codes").
+"""
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+# The verifier shares the cluster template and the results protocol with the trainer package.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from trainer import cluster as cluster_config  # noqa: E402
+from trainer.exitcodes import ExitCode  # noqa: E402
+from verifier import render, sources  # noqa: E402
+from verifier.verdict import judge  # noqa: E402
+
+
+def parse_arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("logs", nargs="*", type=Path, help="saved worker logs, one file per worker")
+    parser.add_argument("--results", type=Path, help="the results directory the workers' launchers write to")
+    parser.add_argument(
+        "--workers",
+        help="the expected workers, comma-separated (default: the hosts of TF_WORKER_HOSTS, "
+        "or one per log file)",
+    )
+    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the workers (default 600)")
+    parser.add_argument("--tolerance", type=float, default=0.0, help="largest absolute metric difference (default 0: exact)")
+    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON line instead of a table")
+    parser.add_argument("--junit", type=Path, help="also write the verdict as JUnit XML to this file")
+    arguments = parser.parse_args(argv)
+    if bool(arguments.logs) == bool(arguments.results):
+        parser.error("give either --results DIR or log files, not both or neither")
+    if arguments.timeout <= 0:
+        parser.error(f"--timeout ({arguments.timeout}) must be positive")
+    if arguments.tolerance < 0:
+        parser.error(f"--tolerance ({arguments.tolerance}) must not be negative")
+    return arguments
+
+
+def expected_names(arguments: argparse.Namespace, environ) -> list[str] | None:
+    hosts = arguments.workers or environ.get("TF_WORKER_HOSTS")
+    if hosts:
+        workers = cluster_config.from_template(hosts, 0).workers
+        return [cluster_config.host_of(address) for address in workers]
+    return None
+
+
+def main(argv: list[str]) -> int:
+    arguments = parse_arguments(argv)
+    try:
+        names = expected_names(arguments, os.environ)
+    except ValueError as error:
+        print(f"verify: {error}", file=sys.stderr)
+        return ExitCode.CONFIG_ERROR
+    if arguments.results:
+        if names is None:
+            print("verify: --results needs the expected workers: --workers or TF_WORKER_HOSTS", file=sys.stderr)
+            return ExitCode.CONFIG_ERROR
+        print(f"verify | waiting up to {arguments.timeout:.0f}s for {', '.join(names)}", flush=True)
+        reports = sources.from_results_dir(arguments.results, names, timeout=arguments.timeout)
+    else:
+        missing = [str(path) for path in arguments.logs if not path.is_file()]
+        if missing:
+            print(f"verify: no such log file: {', '.join(missing)}", file=sys.stderr)
+            return ExitCode.CONFIG_ERROR
+        reports = sources.from_log_files(arguments.logs)
+    verdict = judge(reports, expected_workers=len(names) if names else len(reports), tolerance=arguments.tolerance)
+    print(render.as_json(verdict) if arguments.json else render.table(verdict), flush=True)
+    if arguments.junit:
+        arguments.junit.write_text(render.junit(verdict), encoding="utf-8")
+    return ExitCode.OK if verdict.passed else ExitCode.VERIFICATION_FAILED
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,54 @@
+"""Entry point of one worker: `python -m trainer`.
+
+Configuration is read here, once, and validated before TensorFlow is imported; everything inward
+takes plain values. Exit codes are those of trainer.exitcodes (README.md, "Exit codes").
+"""
+
+import json
+import os
+import sys
+
+from trainer import cluster as cluster_config
+from trainer.exitcodes import ExitCode
+from trainer.report import epoch_line, final_json, final_line
+from trainer.result import TrainingCheckFailed, check
+from trainer.settings import TrainingSettings
+
+
+def say(line: str) -> None:
+    print(line, flush=True)
+
+
+def main() -> int:
+    try:
+        cluster = cluster_config.from_env(os.environ)
+        settings = TrainingSettings.from_env(os.environ)
+    except ValueError as error:
+        print(f"trainer: config error: {error}", file=sys.stderr, flush=True)
+        return ExitCode.CONFIG_ERROR
+
+    # TensorFlow reads TF_CONFIG when the strategy is built; the template form is written out here.
+    os.environ["TF_CONFIG"] = cluster.tf_config_json()
+    # CPU only, and TensorFlow's C++ start-up chatter kept out of the worker logs.
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    say(f"worker {cluster.index} of {cluster.size} | {cluster.address} | cluster: {json.dumps(list(cluster.workers))}")
+
+    from trainer.train import train  # Imports TensorFlow: seconds, so only after validation.
+
+    def on_epoch(epoch, step):
+        say(epoch_line(epoch, epochs=settings.epochs, step=step))
+
+    result = train(cluster, settings, on_epoch=on_epoch)
+    try:
+        check(result, min_accuracy=settings.min_accuracy)
+    except TrainingCheckFailed as failure:
+        print(f"trainer: training check failed: {failure}", file=sys.stderr, flush=True)
+        return ExitCode.TRAINING_CHECK_FAILED
+    say(final_line(result))
+    say(final_json(result))
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

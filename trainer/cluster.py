@@ -1,0 +1,134 @@
+"""The cluster template: the worker list written once, turned into each worker's TF_CONFIG.
+
+Compose, Swarm and Kubernetes differ only in where the host list and the task index come from;
+this module is the one place that turns (hosts, index) into TF_CONFIG and validates either form.
+"""
+
+import dataclasses
+import json
+import re
+from collections.abc import Mapping, Sequence
+
+DEFAULT_PORT = 12345
+
+# A DNS name (RFC 1123 labels) or an IPv4 address; TF's gRPC layer needs no more than that.
+_HOST_PATTERN = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class Cluster:
+    """The workers of one cluster, as `host:port` addresses, and which of them this process is."""
+
+    workers: tuple[str, ...]
+    index: int
+
+    def __post_init__(self):
+        if not self.workers:
+            raise ValueError("the cluster has no workers: give at least one `host:port`")
+        for address in self.workers:
+            _check_address(address)
+        seen = set()
+        for address in self.workers:
+            if address in seen:
+                raise ValueError(f"worker `{address}` appears twice in the cluster")
+            seen.add(address)
+        if isinstance(self.index, bool) or not isinstance(self.index, int):
+            raise ValueError(f"the task index ({self.index!r}) must be an integer")
+        if not 0 <= self.index < len(self.workers):
+            raise ValueError(f"the task index ({self.index}) must be in [0, {len(self.workers)})")
+
+    @property
+    def size(self) -> int:
+        return len(self.workers)
+
+    @property
+    def address(self) -> str:
+        return self.workers[self.index]
+
+    @property
+    def host(self) -> str:
+        return host_of(self.address)
+
+    def tf_config(self) -> dict:
+        return {"cluster": {"worker": list(self.workers)}, "task": {"type": "worker", "index": self.index}}
+
+    def tf_config_json(self) -> str:
+        return json.dumps(self.tf_config(), separators=(",", ":"))
+
+
+def host_of(address: str) -> str:
+    return address.rsplit(":", 1)[0]
+
+
+def _check_address(address) -> None:
+    if not isinstance(address, str):
+        raise ValueError(f"worker address {address!r} must be a `host:port` string")
+    host, separator, port = address.rpartition(":")
+    if not separator or not _HOST_PATTERN.match(host):
+        raise ValueError(f"worker address `{address}` is not a valid `host:port`")
+    if not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"worker address `{address}` has port `{port}`, which is not in [1, 65535]")
+
+
+def parse_index(text: str, *, name: str = "TF_TASK_INDEX") -> int:
+    stripped = text.strip()
+    if not re.fullmatch(r"[0-9]+", stripped):
+        raise ValueError(f"`{name}` ({text!r}) must be a non-negative integer")
+    return int(stripped)
+
+
+def from_template(hosts: str, index: int, *, default_port: int = DEFAULT_PORT) -> Cluster:
+    """Builds the cluster from the shared template: a comma-separated host list, one port.
+
+    An entry may carry its own port (`worker-0:2222`); the others get `default_port`.
+    """
+    entries = [entry.strip() for entry in hosts.split(",")]
+    if not any(entries):
+        raise ValueError(f"the worker host list ({hosts!r}) is empty")
+    if "" in entries:
+        raise ValueError(f"the worker host list ({hosts!r}) has an empty entry")
+    workers = tuple(entry if ":" in entry else f"{entry}:{default_port}" for entry in entries)
+    return Cluster(workers=workers, index=index)
+
+
+def from_tf_config(text: str) -> Cluster:
+    """Parses and validates a complete TF_CONFIG given by the user."""
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"TF_CONFIG is not valid JSON ({error.msg} at character {error.pos}): {text!r}") from None
+    if not isinstance(config, Mapping):
+        raise ValueError(f"TF_CONFIG must be a JSON object, not {text!r}")
+    cluster = config.get("cluster")
+    if not isinstance(cluster, Mapping):
+        raise ValueError(f"TF_CONFIG has no `cluster` object: {text!r}")
+    unsupported = sorted(set(cluster) - {"worker"})
+    if unsupported:
+        raise ValueError(f"TF_CONFIG cluster has job(s) {unsupported}; only `worker` is supported")
+    workers = cluster.get("worker")
+    if not isinstance(workers, Sequence) or isinstance(workers, str):
+        raise ValueError(f"TF_CONFIG `cluster.worker` must be a list of `host:port`, not {workers!r}")
+    task = config.get("task")
+    if not isinstance(task, Mapping):
+        raise ValueError(f"TF_CONFIG has no `task` object: {text!r}")
+    if task.get("type", "worker") != "worker":
+        raise ValueError(f"TF_CONFIG task type ({task.get('type')!r}) must be `worker`")
+    if "index" not in task:
+        raise ValueError(f"TF_CONFIG `task` has no `index`: {text!r}")
+    return Cluster(workers=tuple(workers), index=task["index"])
+
+
+def from_env(environ: Mapping[str, str]) -> Cluster:
+    """Reads the cluster from TF_CONFIG if set, else from the template variables."""
+    if environ.get("TF_CONFIG", "").strip():
+        return from_tf_config(environ["TF_CONFIG"])
+    hosts = environ.get("TF_WORKER_HOSTS")
+    if hosts is None:
+        raise ValueError("set either TF_CONFIG or TF_WORKER_HOSTS (with TF_TASK_INDEX)")
+    port_text = environ.get("TF_WORKER_PORT", str(DEFAULT_PORT))
+    if not port_text.strip().isdigit() or not 1 <= int(port_text) <= 65535:
+        raise ValueError(f"`TF_WORKER_PORT` ({port_text!r}) must be an integer in [1, 65535]")
+    if "TF_TASK_INDEX" not in environ:
+        raise ValueError("`TF_TASK_INDEX` is not set: each worker needs its index in the cluster")
+    index = parse_index(environ["TF_TASK_INDEX"])
+    return from_template(hosts, index, default_port=int(port_text))

@@ -1,0 +1,16 @@
+"""Exit codes shared by the launcher, the trainer and the verifier (documented in README.md)."""
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    # 1 is left to Python itself: an unexpected exception, which is a bug to report.
+    CONFIG_ERROR = 2
+    TRAINING_CHECK_FAILED = 3
+    PEER_NEVER_JOINED = 4
+    PEER_LOST = 5
+    DEADLINE_EXCEEDED = 6
+    VERIFICATION_FAILED = 7
+    # 128 + SIGTERM, as a shell reports a process ended by SIGTERM.
+    TERMINATED = 143

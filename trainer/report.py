@@ -1,0 +1,38 @@
+"""What a worker prints: one line per epoch while training, then its final metrics twice.
+
+The final metrics come as the tutorial's `key=value` line (for people, and so the tutorial's own
+program and this one are verified alike) and as one JSON line with full precision (for programs).
+"""
+
+import json
+
+from trainer.result import EpochResult, TrainingResult
+
+
+def epoch_line(epoch: EpochResult, *, epochs: int, step: int) -> str:
+    return f"train | epoch: {epoch.epoch:>3}/{epochs:<3} | step: {step:>6} | loss: {epoch.loss:.4f} | accuracy: {epoch.accuracy:.4f}"
+
+
+def final_line(result: TrainingResult) -> str:
+    return (
+        f"worker={result.worker} replicas={result.replicas} "
+        f"initial_loss={result.initial_loss:.4f} "
+        f"final_loss={result.final_loss:.4f} "
+        f"final_accuracy={result.final_accuracy:.4f}"
+    )
+
+
+def final_json(result: TrainingResult) -> str:
+    return json.dumps(
+        {
+            "event": "final",
+            "worker": result.worker,
+            "workers": result.workers,
+            "replicas": result.replicas,
+            "epochs": len(result.epochs),
+            "steps": result.steps,
+            "initial_loss": result.initial_loss,
+            "final_loss": result.final_loss,
+            "final_accuracy": result.final_accuracy,
+        }
+    )
