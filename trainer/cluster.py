@@ -77,10 +77,11 @@ def parse_index(text: str, *, name: str = "TF_TASK_INDEX") -> int:
     return int(stripped)
 
 
-def from_template(hosts: str, index: int, *, default_port: int = DEFAULT_PORT) -> Cluster:
+def from_template(hosts: str, index: int, *, default_port: int = DEFAULT_PORT, index_name: str = "TF_TASK_INDEX") -> Cluster:
     """Builds the cluster from the shared template: a comma-separated host list, one port.
 
     An entry may carry its own port (`worker-0:2222`); the others get `default_port`.
+    `index_name` is where the index came from, so an error names what the user must fix.
     """
     entries = [entry.strip() for entry in hosts.split(",")]
     if not any(entries):
@@ -88,6 +89,8 @@ def from_template(hosts: str, index: int, *, default_port: int = DEFAULT_PORT) -
     if "" in entries:
         raise ValueError(f"the worker host list ({hosts!r}) has an empty entry")
     workers = tuple(entry if ":" in entry else f"{entry}:{default_port}" for entry in entries)
+    if not 0 <= index < len(workers):
+        raise ValueError(f"`{index_name}` ({index}) must be in [0, {len(workers)}) for the {len(workers)} worker(s) {hosts!r}")
     return Cluster(workers=workers, index=index)
 
 

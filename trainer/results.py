@@ -91,6 +91,12 @@ def wait_for_exit(files: WorkerFiles, deadline: float, clock) -> WorkerRecord:
 
 def _wait_for_unlock(path: Path, timeout: float) -> bool:
     """Blocks on a shared flock in a thread, so the wait ends the moment the launcher's lock goes."""
+    with open(path) as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return True  # Already ended: no need to wait, even with no time left.
+        except BlockingIOError:
+            pass
     acquired = threading.Event()
 
     def take_lock():

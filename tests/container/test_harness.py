@@ -1,0 +1,83 @@
+"""The core harness end to end: two worker containers, the verifier, the tutorial's figures."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+from trainer.exitcodes import ExitCode
+
+pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
+
+FIGURES = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+
+
+def test_two_workers_train_in_sync_and_the_verifier_passes(compose_project):
+    project = compose_project()
+    result = project.verdict()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}" in result.stdout
+    for index in (0, 1):
+        log = project.logs(f"worker-{index}")
+        assert f"worker={index} {FIGURES}" in log
+        assert "train | epoch:   3/3   | step:     12 | loss: 0.4168 | accuracy: 0.8281" in log
+        state = project.state(f"worker-{index}")
+        assert state["State"]["ExitCode"] == 0
+        assert state["Config"]["Hostname"] == f"worker-{index}"
+        assert state["Config"]["User"] == "1000:1000"
+        assert state["HostConfig"]["ReadonlyRootfs"] is True
+        assert state["HostConfig"]["PortBindings"] in (None, {})
+    network = subprocess.run(
+        ["docker", "network", "inspect", "-f", "{{.Internal}}", f"{project.name}_cluster"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert network.stdout.strip() == "true"
+
+
+def test_plain_compose_up_ends_with_the_verdict_in_the_logs(compose_project):
+    project = compose_project()
+    result = project.compose("up", timeout=120)
+    assert result.returncode == 0, result.stderr
+    verifier_lines = [line for line in result.stdout.splitlines() if line.startswith("verifier-1")]
+    assert verifier_lines[-1].endswith(f"verdict: PASS: 2 of 2 workers agree: {FIGURES}")
+    assert f"worker-0-1  | worker=0 {FIGURES}" in result.stdout
+
+
+def test_a_worker_failing_its_training_check_fails_the_verdict(compose_project):
+    project = compose_project("tests/fixtures/compose/strict-worker-1.yaml")
+    result = project.verdict()
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout + result.stderr
+    assert "verdict: FAIL: 1 problem(s)" in result.stdout
+    assert (
+        "worker-1: exited 3: trainer: training check failed: final_accuracy (0.8281) is not above 0.99"
+        in result.stdout
+    )
+    assert project.state("worker-1")["State"]["ExitCode"] == ExitCode.TRAINING_CHECK_FAILED
+    assert project.state("worker-0")["State"]["ExitCode"] == 0
+
+
+def test_the_tutorials_unchanged_program_runs_and_verifies_from_its_saved_logs(compose_project, tmp_path):
+    project = compose_project("tests/fixtures/compose/tutorial.yaml")
+    result = project.verdict()
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}" in result.stdout
+
+    logs = []
+    for index in (0, 1):
+        path = tmp_path / f"worker-{index}.log"
+        path.write_text(project.logs(f"worker-{index}"))
+        assert f"worker={index} {FIGURES}" in path.read_text()
+        logs.append(str(path))
+    verify = [sys.executable, "scripts/verify.py", *logs]
+    saved = subprocess.run(verify, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert saved.returncode == 0, saved.stdout
+    assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}" in saved.stdout
+
+    tampered = tmp_path / "worker-1.log"
+    tampered.write_text(tampered.read_text().replace("final_loss=0.4168", "final_loss=0.4170"))
+    differing = subprocess.run(verify, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    assert differing.returncode == ExitCode.VERIFICATION_FAILED
+    assert "final_loss differs: worker-0=0.4168 worker-1=0.4170" in differing.stdout

@@ -1,0 +1,71 @@
+import json
+
+import pytest
+
+from trainer import cluster as cluster_config
+from trainer.cluster import Cluster
+
+
+def test_template_gives_every_worker_the_same_cluster_and_its_own_index():
+    configs = [cluster_config.from_template("worker-0,worker-1", index).tf_config() for index in (0, 1)]
+    assert configs[0]["cluster"] == configs[1]["cluster"] == {"worker": ["worker-0:12345", "worker-1:12345"]}
+    assert [config["task"] for config in configs] == [{"type": "worker", "index": 0}, {"type": "worker", "index": 1}]
+
+
+def test_template_entry_may_carry_its_own_port():
+    cluster = cluster_config.from_template("a:2222, b", 1, default_port=3333)
+    assert cluster.workers == ("a:2222", "b:3333")
+    assert cluster.host == "b"
+
+
+def test_tf_config_round_trips():
+    cluster = cluster_config.from_template("worker-0,worker-1,10.0.0.7", 2)
+    assert cluster_config.from_tf_config(cluster.tf_config_json()) == cluster
+
+
+def test_from_env_prefers_a_full_tf_config():
+    tf_config = json.dumps({"cluster": {"worker": ["h1:1", "h2:2"]}, "task": {"type": "worker", "index": 1}})
+    cluster = cluster_config.from_env({"TF_CONFIG": tf_config, "TF_WORKER_HOSTS": "x", "TF_TASK_INDEX": "0"})
+    assert cluster == Cluster(workers=("h1:1", "h2:2"), index=1)
+
+
+def test_from_env_reads_the_template():
+    environ = {"TF_WORKER_HOSTS": "worker-0,worker-1", "TF_WORKER_PORT": "2222", "TF_TASK_INDEX": "1"}
+    assert cluster_config.from_env(environ) == Cluster(workers=("worker-0:2222", "worker-1:2222"), index=1)
+
+
+@pytest.mark.parametrize(
+    ("environ", "named"),
+    [
+        ({"TF_CONFIG": "{not json"}, "'{not json'"),
+        ({"TF_CONFIG": "[1, 2]"}, "[1, 2]"),
+        ({"TF_CONFIG": '{"cluster": {"worker": []}, "task": {"index": 0}}'}, "no workers"),
+        ({"TF_CONFIG": '{"cluster": {"worker": ["a:1"]}, "task": {"index": 3}}'}, "(3) must be in [0, 1)"),
+        ({"TF_CONFIG": '{"cluster": {"worker": ["a:1"]}, "task": {"index": "0"}}'}, "('0') must be an integer"),
+        ({"TF_CONFIG": '{"cluster": {"worker": ["a:1"]}, "task": {"index": true}}'}, "(True) must be an integer"),
+        ({"TF_CONFIG": '{"cluster": {"worker": ["a:1"]}, "task": {"type": "chief", "index": 0}}'}, "'chief'"),
+        ({"TF_CONFIG": '{"cluster": {"worker": ["a:1"], "ps": ["b:2"]}, "task": {"index": 0}}'}, "['ps']"),
+        ({"TF_CONFIG": '{"cluster": {"worker": "a:1"}, "task": {"index": 0}}'}, "'a:1'"),
+        ({"TF_CONFIG": '{"cluster": {"worker": ["a:1"]}}'}, "no `task`"),
+        ({"TF_CONFIG": '{"cluster": {"worker": ["a:1", "a:1"]}, "task": {"index": 0}}'}, "`a:1` appears twice"),
+        ({"TF_WORKER_HOSTS": "a,b", "TF_TASK_INDEX": "2"}, "`TF_TASK_INDEX` (2) must be in [0, 2)"),
+        ({"TF_WORKER_HOSTS": "a,b", "TF_TASK_INDEX": "-1"}, "('-1') must be a non-negative integer"),
+        ({"TF_WORKER_HOSTS": "a,b", "TF_TASK_INDEX": "one"}, "('one')"),
+        ({"TF_WORKER_HOSTS": "a,b"}, "`TF_TASK_INDEX` is not set"),
+        ({"TF_WORKER_HOSTS": "", "TF_TASK_INDEX": "0"}, "('') is empty"),
+        ({"TF_WORKER_HOSTS": "a,,b", "TF_TASK_INDEX": "0"}, "('a,,b') has an empty entry"),
+        ({"TF_WORKER_HOSTS": "a,a", "TF_TASK_INDEX": "0"}, "`a:12345` appears twice"),
+        ({"TF_WORKER_HOSTS": "a:1,a:1", "TF_TASK_INDEX": "0"}, "`a:1` appears twice"),
+        ({"TF_WORKER_HOSTS": "a:99999", "TF_TASK_INDEX": "0"}, "port `99999`"),
+        ({"TF_WORKER_HOSTS": "a:", "TF_TASK_INDEX": "0"}, "`a:`"),
+        ({"TF_WORKER_HOSTS": "a:x", "TF_TASK_INDEX": "0"}, "port `x`"),
+        ({"TF_WORKER_HOSTS": "bad_host!", "TF_TASK_INDEX": "0"}, "`bad_host!:12345` is not a valid `host:port`"),
+        ({"TF_WORKER_HOSTS": "a", "TF_WORKER_PORT": "http", "TF_TASK_INDEX": "0"}, "`TF_WORKER_PORT` ('http')"),
+        ({}, "set either TF_CONFIG or TF_WORKER_HOSTS"),
+    ],
+)
+def test_bad_cluster_input_names_the_bad_value(environ, named):
+    with pytest.raises(ValueError) as raised:
+        cluster_config.from_env(environ)
+    assert named in str(raised.value)
+    assert "\n" not in str(raised.value)

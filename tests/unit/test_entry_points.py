@@ -1,0 +1,87 @@
+"""The command lines: exit codes, one-line errors, no tracebacks. No Docker, no TensorFlow needed."""
+
+import json
+import os
+
+import pytest
+
+from tests.conftest import FIXTURES, run_python
+from trainer.exitcodes import ExitCode
+
+LOGS = FIXTURES / "logs"
+
+
+def test_verify_passes_the_tutorials_logs():
+    result = run_python("scripts/verify.py", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log"))
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert (
+        "verdict: PASS: 2 of 2 workers agree: replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+        in result.stdout
+    )
+
+
+def test_verify_fails_differing_logs_naming_metric_and_workers(tmp_path):
+    junit = tmp_path / "verdict.xml"
+    result = run_python(
+        "scripts/verify.py", *sorted(map(str, (LOGS / "differ").glob("*.log"))), "--junit", str(junit)
+    )
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert "final_loss differs: worker-0=0.4168 worker-1=0.4170" in result.stdout
+    assert "final_loss differs" in junit.read_text()
+
+
+def test_verify_json_output(tmp_path):
+    result = run_python("scripts/verify.py", "--json", *sorted(map(str, (LOGS / "differ").glob("*.log"))))
+    record = json.loads(result.stdout)
+    assert record["event"] == "verdict" and record["passed"] is False
+
+
+def test_verify_expects_the_clusters_workers():
+    env = {**os.environ, "TF_WORKER_HOSTS": "worker-0,worker-1,worker-2"}
+    result = run_python("scripts/verify.py", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log"), env=env)
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert "only 2 of 3 expected workers reported" in result.stdout
+    assert "replicas=2, expected 3" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["nowhere.log"], "verify: no such log file: nowhere.log"),
+        (["--results", "/tmp"], "--results needs the expected workers"),
+        (["--results", "/tmp", "--workers", "a,,b"], "('a,,b') has an empty entry"),
+        (["--timeout", "0", "x.log"], "--timeout (0.0) must be positive"),
+        ([], "give either --results DIR or log files"),
+    ],
+)
+def test_verify_bad_arguments(arguments, message):
+    env = {key: value for key, value in os.environ.items() if key != "TF_WORKER_HOSTS"}
+    result = run_python("scripts/verify.py", *arguments, env=env)
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("module", ["trainer", "trainer.launch"])
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"TF_CONFIG": "{oops"}, "TF_CONFIG is not valid JSON"),
+        ({"TF_WORKER_HOSTS": "worker-0,worker-1", "TF_TASK_INDEX": "2"}, "`TF_TASK_INDEX` (2) must be in [0, 2)"),
+        ({"TF_WORKER_HOSTS": "worker-0,worker-0", "TF_TASK_INDEX": "0"}, "`worker-0:12345` appears twice"),
+    ],
+)
+def test_config_errors_are_one_line_with_the_config_exit_code(module, variables, message):
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("TF_", "TRAIN_"))}
+    result = run_python("-m", module, env={**env, **variables})
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert message in result.stderr
+    assert result.stderr.startswith("trainer: config error: ")
+
+
+def test_trainer_rejects_a_bad_training_setting():
+    env = {"PATH": os.environ["PATH"], "TF_WORKER_HOSTS": "worker-0", "TF_TASK_INDEX": "0", "TRAIN_EPOCHS": "x"}
+    result = run_python("-m", "trainer", env=env)
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert result.stderr == "trainer: config error: `TRAIN_EPOCHS` ('x') must be an integer\n"

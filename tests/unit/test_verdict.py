@@ -1,0 +1,80 @@
+import json
+import xml.etree.ElementTree as ElementTree
+
+from verifier import render
+from verifier.verdict import WorkerReport, judge
+
+GOOD = '{{"event": "final", "worker": {index}, "workers": 2, "replicas": 2, "final_loss": {loss}, "final_accuracy": 0.828125}}'
+
+
+def report(index, *, state="exited", exit_code=0, loss=0.4167739450931549, log=None):
+    text = GOOD.format(index=index, loss=loss) if log is None else log
+    return WorkerReport(name=f"worker-{index}", state=state, exit_code=exit_code, log=text)
+
+
+def test_agreeing_workers_pass():
+    verdict = judge([report(0), report(1)], expected_workers=2)
+    assert verdict.passed
+    assert verdict.metrics["final_loss"] == 0.4167739450931549
+    assert render.summary(verdict).startswith("verdict: PASS: 2 of 2 workers agree: replicas=2 final_loss=0.4168")
+
+
+def test_a_differing_metric_is_named_with_each_workers_value():
+    verdict = judge([report(0), report(1, loss=0.4170)], expected_workers=2)
+    assert not verdict.passed
+    assert verdict.problems == ("final_loss differs: worker-0=0.4168 worker-1=0.4170",)
+
+
+def test_a_difference_hidden_by_four_decimals_is_shown_in_full():
+    verdict = judge([report(0, loss=0.41677), report(1, loss=0.41678)], expected_workers=2)
+    assert verdict.problems == ("final_loss differs: worker-0=0.41677 worker-1=0.41678",)
+
+
+def test_tolerance_accepts_small_differences_only():
+    assert judge([report(0, loss=0.41677), report(1, loss=0.41678)], expected_workers=2, tolerance=1e-4).passed
+    assert not judge([report(0, loss=0.4), report(1, loss=0.5)], expected_workers=2, tolerance=1e-4).passed
+
+
+def test_each_kind_of_failed_worker_is_named():
+    reports = [
+        report(0, exit_code=3, log="trainer: training check failed: final_accuracy (0.5000) is not above 0.75"),
+        report(1, state="missing", exit_code=None, log=""),
+        report(2, state="killed", exit_code=None, log="train | epoch: 1"),
+        report(3, state="running", exit_code=None, log=""),
+        report(4, log="it printed nothing useful"),
+        report(5, log='{"event": "final", "replicas": 1, "final_loss": 0.4167739450931549}'),
+    ]
+    problems = judge(reports, expected_workers=6).problems
+    assert problems == (
+        "worker-0: exited 3: trainer: training check failed: final_accuracy (0.5000) is not above 0.75",
+        "worker-1: missing: it never started",
+        "worker-2: killed without an exit status (SIGKILL or out of memory); last line: train | epoch: 1",
+        "worker-3: still running when the verifier's timeout ran out",
+        "worker-4: no final metrics in its log",
+        "worker-5: replicas=1, expected 6",
+    )
+
+
+def test_fewer_workers_than_expected_fail():
+    verdict = judge([report(0), report(1)], expected_workers=3)
+    assert not verdict.passed
+    assert "only 2 of 3 expected workers reported" in verdict.problems[-1]
+
+
+def test_a_metric_only_some_workers_report_fails():
+    other = '{"event": "final", "worker": 1, "workers": 2, "replicas": 2, "final_loss": 0.4167739450931549}'
+    verdict = judge([report(0), report(1, log=other)], expected_workers=2)
+    assert verdict.problems == ("final_accuracy missing on worker-1",)
+
+
+def test_outputs_for_programs_and_ci_carry_the_same_verdict():
+    verdict = judge([report(0), report(1, exit_code=5, log="UnavailableError: worker-0 lost")], expected_workers=2)
+    record = json.loads(render.as_json(verdict))
+    assert record["passed"] is False
+    assert record["problems"] == ["worker-1: exited 5: UnavailableError: worker-0 lost"]
+    suite = ElementTree.fromstring(render.junit(verdict))
+    assert suite.get("tests") == "3"
+    assert suite.get("failures") == "1"
+    failures = [case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None]
+    assert failures == ["worker-1"]
+    assert "worker-1" in render.table(verdict)
