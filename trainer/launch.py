@@ -12,6 +12,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from trainer import cluster as cluster_config
@@ -56,16 +57,21 @@ def main(argv: list[str]) -> int:
     stopping = []
 
     def stop(signum, _frame):
+        # A signal handler may interrupt a print in progress, so it writes to the file descriptor
+        # directly and leaves the waiting to a timer: no buffered I/O and no blocking in here.
         if stopping:
             return
         stopping.append(signum)
-        say(f"{cluster.host}: received {signal.Signals(signum).name}, stopping the training program")
-        os.killpg(program.pid, signal.SIGTERM)
+        message = f"launcher | {cluster.host}: received {signal.Signals(signum).name}, stopping the training program\n"
+        os.write(sys.stdout.fileno(), message.encode())
         try:
-            program.wait(STOP_GRACE_SECONDS)
-        except subprocess.TimeoutExpired:
-            # TensorFlow's preemption notifier swallows SIGTERM; nothing short of SIGKILL ends it.
-            os.killpg(program.pid, signal.SIGKILL)
+            os.killpg(program.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return  # It has already ended.
+        # TensorFlow's preemption notifier swallows SIGTERM; nothing short of SIGKILL ends it.
+        killer = threading.Timer(STOP_GRACE_SECONDS, _kill_group, args=(program.pid,))
+        killer.daemon = True
+        killer.start()
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -84,6 +90,13 @@ def main(argv: list[str]) -> int:
     if recorder:
         recorder.finish(exit_code)
     return exit_code
+
+
+def _kill_group(process_group: int) -> None:
+    try:
+        os.killpg(process_group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # It ended within the grace period.
 
 
 if __name__ == "__main__":
