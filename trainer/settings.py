@@ -64,3 +64,34 @@ def _parse(name: str, text: str, kind) -> int | float:
         article = "an integer" if kind is int else "a number"
         raise ValueError(f"`{name}` ({text!r}) must be {article}") from None
     return value
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class LaunchSettings:
+    """How the launcher bounds a worker's life (README.md, "Deadlines")."""
+
+    join_timeout: float = 60.0
+    run_timeout: float = 3600.0
+    rendezvous_port: int = 12399
+    results_dir: str = ""
+
+    def __post_init__(self):
+        if not (math.isfinite(self.join_timeout) and 0 < self.join_timeout <= 86_400):
+            raise ValueError(f"`TF_JOIN_TIMEOUT` ({self.join_timeout}) must be in (0, 86400] seconds")
+        if not (math.isfinite(self.run_timeout) and 0 < self.run_timeout <= 604_800):
+            raise ValueError(f"`TF_RUN_TIMEOUT` ({self.run_timeout}) must be in (0, 604800] seconds")
+        if not 1 <= self.rendezvous_port <= 65535:
+            raise ValueError(f"`TF_RENDEZVOUS_PORT` ({self.rendezvous_port}) must be in [1, 65535]")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> "LaunchSettings":
+        values = {}
+        for field, name, kind in (
+            ("join_timeout", "TF_JOIN_TIMEOUT", float),
+            ("run_timeout", "TF_RUN_TIMEOUT", float),
+            ("rendezvous_port", "TF_RENDEZVOUS_PORT", int),
+        ):
+            text = environ.get(name, "").strip()
+            if text:
+                values[field] = _parse(name, text, kind)
+        return cls(results_dir=environ.get("TF_RESULTS_DIR", "").strip(), **values)

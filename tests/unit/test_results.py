@@ -6,38 +6,60 @@ import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT, run_python
+import pytest
+
+from tests.conftest import ROOT, free_port, run_python
 from trainer.results import WorkerFiles, wait_for_exit
 
 
-def launch(results_dir, command, name="worker-0"):
-    env = {
-        "PATH": os.environ["PATH"],
-        "TF_WORKER_HOSTS": f"{name},peer",
-        "TF_TASK_INDEX": "0",
-        "TF_RESULTS_DIR": str(results_dir),
-    }
-    return subprocess.Popen(
-        [sys.executable, "-m", "trainer.launch", "--", *command],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+@pytest.fixture
+def launch():
+    """Starts single-worker launchers; kills whatever is left of them after the test."""
+    launched = []
+
+    def start(results_dir, command, name="worker-0"):
+        env = {
+            "PATH": os.environ["PATH"],
+            "TF_WORKER_HOSTS": name,
+            "TF_TASK_INDEX": "0",
+            "TF_RESULTS_DIR": str(results_dir),
+            "TF_RENDEZVOUS_PORT": str(free_port()),
+        }
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "trainer.launch", "--", *command],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        launched.append(launcher)
+        return launcher
+
+    yield start
+    for launcher in launched:
+        launcher.kill()
+        launcher.wait(timeout=10)
 
 
-def test_an_exited_worker_reports_its_exit_code_and_log(tmp_path):
+def read_until(stream, expected: str) -> None:
+    for line in stream:
+        if line == expected:
+            return
+    raise AssertionError(f"{expected!r} never came")
+
+
+def test_an_exited_worker_reports_its_exit_code_and_log(tmp_path, launch):
     program = "import os; print('TF_CONFIG=' + os.environ['TF_CONFIG']); raise SystemExit(3)"
     launcher = launch(tmp_path, [sys.executable, "-c", program])
     assert launcher.wait(timeout=30) == 3
     record = wait_for_exit(WorkerFiles(tmp_path, "worker-0"), time.monotonic() + 5, time.monotonic)
     assert (record.state, record.exit_code) == ("exited", 3)
-    assert 'TF_CONFIG={"cluster":{"worker":["worker-0:12345","peer:12345"]},"task":{"type":"worker","index":0}}' in record.log
+    assert 'TF_CONFIG={"cluster":{"worker":["worker-0:12345"]},"task":{"type":"worker","index":0}}' in record.log
 
 
-def test_a_killed_worker_is_told_apart_from_an_exited_one(tmp_path):
+def test_a_killed_worker_is_told_apart_from_an_exited_one(tmp_path, launch):
     launcher = launch(tmp_path, [sys.executable, "-c", "print('started', flush=True); import time; time.sleep(60)"])
-    assert launcher.stdout.readline() == "started\n"
+    read_until(launcher.stdout, "started\n")
     files = WorkerFiles(tmp_path, "worker-0")
     still_running = wait_for_exit(files, time.monotonic() + 0.5, time.monotonic)
     assert still_running.state == "running"
@@ -56,12 +78,12 @@ def test_a_worker_that_never_started_is_missing(tmp_path):
     assert record.state == "missing"
 
 
-def test_sigterm_stops_a_program_that_ignores_it_within_the_grace_period(tmp_path):
+def test_sigterm_stops_a_program_that_ignores_it_within_the_grace_period(tmp_path, launch):
     ignores_sigterm = (
         "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
     )
     launcher = launch(tmp_path, [sys.executable, "-c", ignores_sigterm])
-    assert launcher.stdout.readline() == "up\n"
+    read_until(launcher.stdout, "up\n")
     started = time.monotonic()
     launcher.send_signal(signal.SIGTERM)
     assert launcher.wait(timeout=10) == 143
@@ -73,8 +95,14 @@ def test_sigterm_stops_a_program_that_ignores_it_within_the_grace_period(tmp_pat
 
 def test_verify_waits_on_a_results_directory(tmp_path):
     program = 'print(\'{"event": "final", "worker": 0, "replicas": 1, "final_loss": 0.5}\')'
-    env = {"PATH": os.environ["PATH"], "TF_WORKER_HOSTS": "solo", "TF_TASK_INDEX": "0", "TF_RESULTS_DIR": str(tmp_path)}
-    subprocess.run([sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", program], cwd=ROOT, env=env, check=True)
+    env = {
+        "PATH": os.environ["PATH"],
+        "TF_WORKER_HOSTS": "solo",
+        "TF_TASK_INDEX": "0",
+        "TF_RESULTS_DIR": str(tmp_path),
+        "TF_RENDEZVOUS_PORT": str(free_port()),
+    }
+    subprocess.run([sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", program], cwd=ROOT, env=env, check=True, timeout=30)
     result = run_python("scripts/verify.py", "--results", str(tmp_path), "--workers", "solo", "--timeout", "5")
     assert result.returncode == 0, result.stdout
     assert "verdict: PASS: 1 of 1 workers agree: replicas=1 final_loss=0.5000" in result.stdout

@@ -1,0 +1,140 @@
+"""The launcher's fail-fast behaviour, with real launcher processes on loopback and stand-in
+training programs (no TensorFlow, no Docker): mismatches, absent and lost peers, deadlines."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT, free_port
+from trainer.exitcodes import ExitCode
+
+SLEEPER = [sys.executable, "-c", "print('training', flush=True); import time; time.sleep(120)"]
+
+
+@pytest.fixture
+def cluster():
+    """Starts launchers of one loopback cluster; kills whatever is left of them after the test."""
+    ports = [free_port(), free_port()]
+    base = free_port()
+    launched = []
+
+    def start(index, command=SLEEPER, **variables):
+        env = {
+            "PATH": os.environ["PATH"],
+            "TF_WORKER_HOSTS": ",".join(f"127.0.0.1:{port}" for port in ports),
+            "TF_TASK_INDEX": str(index),
+            "TF_RENDEZVOUS_PORT": str(base),
+            **variables,
+        }
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "trainer.launch", "--", *command],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        launched.append(launcher)
+        return launcher
+
+    start.ports = ports
+    yield start
+    for launcher in launched:
+        launcher.kill()
+        launcher.wait(timeout=10)
+
+
+def finish(launcher, timeout=30) -> tuple[int, str, float]:
+    started = time.monotonic()
+    output, _ = launcher.communicate(timeout=timeout)
+    return launcher.returncode, output, time.monotonic() - started
+
+
+def test_agreeing_workers_start_their_programs(cluster):
+    done = [sys.executable, "-c", "print('trained')"]
+    workers = [cluster(0, done), cluster(1, done)]
+    for worker in workers:
+        code, output, _ = finish(worker)
+        assert code == 0, output
+        assert "all 2 workers agree on the cluster and settings" in output
+        assert "trained" in output
+
+
+@pytest.mark.parametrize(
+    ("variables", "message"),
+    [
+        ({"TRAIN_BATCH_SIZE": "32"}, "TRAIN_BATCH_SIZE differs: 127.0.0.1:{0} has 16, 127.0.0.1:{1} has 32"),
+        ({"TRAIN_SEED": "8"}, "TRAIN_SEED differs"),
+        ({"TRAIN_EPOCHS": "4"}, "TRAIN_EPOCHS differs"),
+        ({"TRAIN_STEPS_PER_EPOCH": "5"}, "TRAIN_STEPS_PER_EPOCH differs"),
+        ({"TRAIN_LEARNING_RATE": "0.01"}, "TRAIN_LEARNING_RATE differs: 127.0.0.1:{0} has 0.03, 127.0.0.1:{1} has 0.01"),
+    ],
+)
+def test_differing_training_settings_stop_both_workers_before_training(cluster, variables, message):
+    workers = [cluster(0), cluster(1, **variables)]
+    for index, worker in enumerate(workers):
+        code, output, elapsed = finish(worker)
+        assert code == ExitCode.CONFIG_ERROR, output
+        me, peer = (0, 1) if index == 0 else (1, 0)
+        expected = message.format(cluster.ports[me], cluster.ports[peer])
+        if index == 1:  # Worker 1 states the difference from its own side.
+            expected = expected.replace("has 16, ", "has 32, ", 1) if "BATCH" in message else expected
+        assert "topology mismatch: " in output
+        assert message.split(":")[0] in output
+        assert "training" not in output.replace("training program", "")  # The program never started.
+        assert elapsed < 10
+
+
+def test_a_peer_with_another_cluster_list_is_named(cluster):
+    other = f"127.0.0.1:{cluster.ports[0]},127.0.0.1:{cluster.ports[1]},127.0.0.1:{free_port()}"
+    workers = [cluster(0), cluster(1, TF_WORKER_HOSTS=other)]
+    code, output, _ = finish(workers[0])
+    assert code == ExitCode.CONFIG_ERROR
+    assert f"worker count differs: 127.0.0.1:{cluster.ports[0]} has 2, 127.0.0.1:{cluster.ports[1]} has 3" in output
+
+
+def test_a_peer_that_never_starts_ends_the_worker_at_the_join_deadline(cluster):
+    worker = cluster(0, TF_JOIN_TIMEOUT="12")
+    code, output, elapsed = finish(worker)
+    assert code == ExitCode.PEER_NEVER_JOINED, output
+    peer = f"127.0.0.1:{cluster.ports[1]}"
+    assert f"waiting for {peer} (resolvable, not listening yet) 10s/12s" in output
+    assert f"peer(s) never joined within the 12s join deadline: {peer} (resolvable, not listening yet)" in output
+    assert 12 <= elapsed < 12 + 10
+
+
+def test_a_lost_peer_stops_the_survivor_naming_it(cluster):
+    workers = [cluster(0), cluster(1)]
+    for worker in workers:
+        for line in worker.stdout:
+            if line.startswith("training"):
+                break
+    workers[1].kill()  # SIGKILL: no goodbye, as with `docker kill`.
+    code, output, elapsed = finish(workers[0])
+    assert code == ExitCode.PEER_LOST, output
+    assert f"lost peer 127.0.0.1:{cluster.ports[1]}: resolvable, not listening yet" in output
+    assert elapsed < 20
+
+
+def test_the_run_deadline_stops_a_program_that_runs_too_long(cluster):
+    worker = cluster(0, TF_WORKER_HOSTS="127.0.0.1", TF_RUN_TIMEOUT="3")
+    code, output, elapsed = finish(worker)
+    assert code == ExitCode.DEADLINE_EXCEEDED, output
+    assert "still running at the 3s run deadline: stopped" in output
+    assert elapsed < 3 + 5
+
+
+def test_sigterm_while_waiting_for_peers_ends_the_worker_at_once(cluster):
+    worker = cluster(0)
+    for line in worker.stdout:
+        if "waiting for 1 peer(s)" in line:
+            break
+    worker.send_signal(signal.SIGTERM)
+    code, output, elapsed = finish(worker)
+    assert code == ExitCode.TERMINATED
+    assert "received SIGTERM, stopping" in output
+    assert elapsed < 5

@@ -1,0 +1,278 @@
+"""Supervises one worker's training program so that no failure hangs or passes silently.
+
+Phases, each bounded:
+1. Rendezvous (up to the join deadline): every peer must answer with the same configuration.
+   Progress is printed at least every 10 s; a mismatch or an absent peer ends the worker.
+2. Training (up to the run deadline): the program runs while a heartbeat watches every peer. A
+   peer that stops answering, or reports a failed exit, is lost; the program then gets a short
+   grace to end on its own (TensorFlow usually fails at once), and is stopped after it.
+3. Exit: the final state stays served until every live peer has seen it (at most a few seconds),
+   so a slower peer learns how this worker ended instead of finding it gone.
+Exit codes are trainer.exitcodes'; the reason is always printed as one `launcher |` line.
+"""
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+from trainer import rendezvous
+from trainer.cluster import Cluster, host_of
+from trainer.exitcodes import ExitCode
+from trainer.results import Recorder
+
+PROGRESS_INTERVAL = 10.0
+RETRY_INTERVAL = 0.5
+HEARTBEAT_INTERVAL = 1.0
+HEARTBEAT_TIMEOUT = 2.0
+# Missed heartbeats in a row before a peer counts as lost: one slow answer is not a failure.
+HEARTBEAT_MISSES = 3
+# After a peer is lost, how long the program may take to end on its own before it is stopped.
+LOST_PEER_GRACE = 10.0
+# TensorFlow's preemption notifier swallows SIGTERM; after this long the program gets SIGKILL.
+STOP_GRACE = 2.0
+# How long an ending worker keeps serving its final state for peers that have not yet seen it.
+LINGER = 3.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Deadlines:
+    join: float
+    run: float
+
+
+class Supervisor:
+    def __init__(
+        self,
+        *,
+        cluster: Cluster,
+        fingerprint: rendezvous.Fingerprint,
+        rendezvous_base_port: int,
+        deadlines: Deadlines,
+        recorder: Recorder | None,
+    ):
+        self._cluster = cluster
+        self._fingerprint = fingerprint
+        self._deadlines = deadlines
+        self._recorder = recorder
+        self._me = cluster.address
+        # Peers by position, named by their TensorFlow address: unique, and what the user wrote.
+        self._peers = {
+            position: (address, rendezvous.rendezvous_port(cluster, position, rendezvous_base_port))
+            for position, address in enumerate(cluster.workers)
+            if position != cluster.index
+        }
+        self._server = rendezvous.Server(
+            fingerprint, rendezvous.rendezvous_port(cluster, cluster.index, rendezvous_base_port)
+        )
+        self._stop_signal: int | None = None
+        self._ended = threading.Event()
+        self._program: subprocess.Popen | None = None
+        self._kill_reason: tuple[int, str] | None = None
+        self._reached: set[int] = set()  # Peers that answered at least once.
+        self._finished: set[int] = set()  # Peers that reported a successful exit.
+        self._lost: dict[str, str] = {}
+
+    def say(self, line: str) -> None:
+        text = f"launcher | {self._me}: {line}\n"
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        if self._recorder:
+            self._recorder.log_line(text)
+
+    def handle_signal(self, signum, _frame) -> None:
+        if self._stop_signal is not None:
+            return
+        self._stop_signal = signum
+        # Straight to the file descriptor: the handler may have interrupted a buffered write.
+        os.write(sys.stdout.fileno(), f"launcher | {self._me}: received {signal.Signals(signum).name}, stopping\n".encode())
+        self._ended.set()
+        self._terminate()
+
+    def run(self, command: list[str], environment: dict[str, str]) -> int:
+        exit_code = self._run(command, environment)
+        self._server.set_state(f"exited {exit_code}")
+        if self._recorder:
+            self._recorder.finish(exit_code)
+        if self._stop_signal is None:
+            self._server.wait_until_seen(self._reached - self._finished, LINGER)
+        self._server.close()
+        return exit_code
+
+    def _run(self, command, environment) -> int:
+        failure = self._rendezvous()
+        if self._stop_signal is not None:
+            return self._stopped_code()
+        if failure:
+            code, message = failure
+            self.say(message)
+            return code
+        return self._supervise(command, environment)
+
+    # -- rendezvous -----------------------------------------------------------------------------
+
+    def _rendezvous(self) -> tuple[int, str] | None:
+        started = time.monotonic()
+        deadline = started + self._deadlines.join
+        pending = dict(self._peers)
+        reasons: dict[str, str] = {}
+        next_progress = started + PROGRESS_INTERVAL
+        if pending:
+            self.say(f"waiting for {len(pending)} peer(s), up to {self._deadlines.join:.0f}s")
+        while pending:
+            for position, (peer, port) in list(pending.items()):
+                try:
+                    theirs, _ = rendezvous.fetch(host_of(peer), port, me=self._cluster.index, timeout=HEARTBEAT_TIMEOUT)
+                except rendezvous.PeerUnavailable as unavailable:
+                    reasons[peer] = str(unavailable)
+                    continue
+                self._reached.add(position)
+                found = rendezvous.differences(self._fingerprint, theirs, me=self._me, peer=peer, expected_index=position)
+                if found:
+                    return ExitCode.CONFIG_ERROR, "topology mismatch: " + "; ".join(found)
+                del pending[position]
+            if not pending:
+                break
+            now = time.monotonic()
+            waiting = ", ".join(f"{peer} ({reasons.get(peer, 'no answer yet')})" for peer, _ in pending.values())
+            if now >= deadline:
+                return ExitCode.PEER_NEVER_JOINED, (
+                    f"peer(s) never joined within the {self._deadlines.join:.0f}s join deadline: {waiting}"
+                )
+            if now >= next_progress:
+                self.say(f"waiting for {waiting} {now - started:.0f}s/{self._deadlines.join:.0f}s")
+                next_progress += PROGRESS_INTERVAL
+            if self._ended.wait(min(RETRY_INTERVAL, max(0.0, deadline - now))):
+                return None
+        self._server.set_state("agreed")
+        if self._peers:
+            elapsed = time.monotonic() - started
+            self.say(f"all {self._cluster.size} workers agree on the cluster and settings after {elapsed:.1f}s")
+        return None
+
+    # -- training -------------------------------------------------------------------------------
+
+    def _supervise(self, command, environment) -> int:
+        self._program = subprocess.Popen(
+            command,
+            env=environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
+        self._server.set_state("running")
+        if self._stop_signal is not None:  # A signal arrived while the program was starting.
+            self._terminate()
+        threading.Thread(target=self._watch, daemon=True).start()
+        for line in self._program.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            if self._recorder:
+                self._recorder.log_line(line)
+        exit_code = self._program.wait()
+        self._ended.set()  # Ends the watch thread.
+        if self._stop_signal is not None:
+            return self._stopped_code()
+        if self._kill_reason:
+            code, message = self._kill_reason
+            self.say(message)
+            return code
+        if exit_code != 0:
+            lost = self._lost or self._probe_peers()
+            if lost:
+                self.say(f"training program exited {_describe(exit_code)} after losing peer(s): {_listing(lost)}")
+                return ExitCode.PEER_LOST
+            return 128 - exit_code if exit_code < 0 else exit_code
+        return ExitCode.OK
+
+    def _watch(self) -> None:
+        """Heartbeats every peer; enforces the run deadline and the lost-peer grace."""
+        run_deadline = time.monotonic() + self._deadlines.run
+        misses = dict.fromkeys(self._peers, 0)
+        lost_at = None
+        while not self._ended.wait(HEARTBEAT_INTERVAL):
+            if time.monotonic() >= run_deadline:
+                self._kill(ExitCode.DEADLINE_EXCEEDED, f"still running at the {self._deadlines.run:.0f}s run deadline: stopped")
+                return
+            for position, (peer, port) in self._peers.items():
+                if peer in self._lost or position in self._finished:
+                    continue
+                reason = self._heartbeat(position, peer, port, misses)
+                if reason:
+                    self._lost[peer] = reason
+                    self.say(f"lost peer {peer}: {reason}")
+                    lost_at = lost_at or time.monotonic()
+            if lost_at is not None and time.monotonic() - lost_at >= LOST_PEER_GRACE:
+                self._kill(ExitCode.PEER_LOST, f"stopped: lost peer(s) {_listing(self._lost)}")
+                return
+
+    def _heartbeat(self, position: int, peer: str, port: int, misses: dict[int, int]) -> str | None:
+        """Returns why the peer is lost, or None while it is alive (or has finished well)."""
+        try:
+            _, state = rendezvous.fetch(host_of(peer), port, me=self._cluster.index, timeout=HEARTBEAT_TIMEOUT)
+        except rendezvous.PeerUnavailable as unavailable:
+            misses[position] += 1
+            if misses[position] >= HEARTBEAT_MISSES:
+                return f"{unavailable} ({misses[position]} heartbeats missed)"
+            return None
+        misses[position] = 0
+        if state == "exited 0":
+            self._finished.add(position)
+        elif state.startswith("exited"):
+            return state
+        return None
+
+    def _kill(self, code: int, message: str) -> None:
+        self._kill_reason = (code, message)
+        self._terminate()
+
+    def _terminate(self) -> None:
+        program = self._program
+        if program is None:
+            return
+        try:
+            os.killpg(program.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        timer = threading.Timer(STOP_GRACE, _kill_group, args=(program.pid,))
+        timer.daemon = True
+        timer.start()
+
+    def _probe_peers(self) -> dict[str, str]:
+        """After the program failed: which peers are gone or failed (their state says which)."""
+        lost = {}
+        for position, (peer, port) in self._peers.items():
+            if position in self._finished:
+                continue
+            try:
+                _, state = rendezvous.fetch(host_of(peer), port, me=self._cluster.index, timeout=1.0)
+            except rendezvous.PeerUnavailable as unavailable:
+                lost[peer] = str(unavailable)
+                continue
+            if state.startswith("exited") and state != "exited 0":
+                lost[peer] = state
+        return lost
+
+    def _stopped_code(self) -> int:
+        self.say(f"stopped by {signal.Signals(self._stop_signal).name}")
+        return ExitCode.TERMINATED
+
+
+def _kill_group(process_group: int) -> None:
+    try:
+        os.killpg(process_group, signal.SIGKILL)
+    except ProcessLookupError:
+        pass  # It ended within the grace period.
+
+
+def _describe(exit_code: int) -> str:
+    return f"on signal {-exit_code}" if exit_code < 0 else str(exit_code)
+
+
+def _listing(lost: dict[str, str]) -> str:
+    return ", ".join(f"{peer} ({reason})" for peer, reason in lost.items())
