@@ -10,6 +10,7 @@ Exit status: 0 pass, 7 verification failed, 2 bad arguments (README.md, "Exit co
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from trainer import cluster as cluster_config  # noqa: E402
 from trainer.exitcodes import ExitCode  # noqa: E402
+from trainer.settings import LaunchSettings  # noqa: E402
 from verifier import render, sources  # noqa: E402
 from verifier.verdict import judge  # noqa: E402
 
@@ -31,14 +33,18 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
         help="the expected workers, comma-separated (default: the hosts of TF_WORKER_HOSTS, "
         "or one per log file)",
     )
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for the workers (default 600)")
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        help="seconds to wait for the workers to finish (default: TF_JOIN_TIMEOUT + TF_RUN_TIMEOUT + 30)",
+    )
     parser.add_argument("--tolerance", type=float, default=0.0, help="largest absolute metric difference (default 0: exact)")
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON line instead of a table")
     parser.add_argument("--junit", type=Path, help="also write the verdict as JUnit XML to this file")
     arguments = parser.parse_args(argv)
     if bool(arguments.logs) == bool(arguments.results):
         parser.error("give either --results DIR or log files, not both or neither")
-    if arguments.timeout <= 0:
+    if arguments.timeout is not None and arguments.timeout <= 0:
         parser.error(f"--timeout ({arguments.timeout}) must be positive")
     if arguments.tolerance < 0:
         parser.error(f"--tolerance ({arguments.tolerance}) must not be negative")
@@ -53,10 +59,20 @@ def expected_names(arguments: argparse.Namespace, environ) -> list[str] | None:
     return None
 
 
+def stop(signum, _frame):
+    # As PID 1 of its container the verifier would otherwise ignore SIGTERM (`docker compose down`).
+    print(f"verify: stopped by {signal.Signals(signum).name} before a verdict", file=sys.stderr, flush=True)
+    sys.exit(ExitCode.TERMINATED)
+
+
 def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, stop)
     arguments = parse_arguments(argv)
     try:
         names = expected_names(arguments, os.environ)
+        # The workers' own deadlines bound the wait: a worker not started by the end of the join
+        # deadline never will be, and none outlives its run deadline.
+        launch = LaunchSettings.from_env(os.environ)
     except ValueError as error:
         print(f"verify: {error}", file=sys.stderr)
         return ExitCode.CONFIG_ERROR
@@ -64,8 +80,10 @@ def main(argv: list[str]) -> int:
         if names is None:
             print("verify: --results needs the expected workers: --workers or TF_WORKER_HOSTS", file=sys.stderr)
             return ExitCode.CONFIG_ERROR
-        print(f"verify | waiting up to {arguments.timeout:.0f}s for {', '.join(names)}", flush=True)
-        reports = sources.from_results_dir(arguments.results, names, timeout=arguments.timeout)
+        timeout = arguments.timeout or launch.join_timeout + launch.run_timeout + 30
+        start_timeout = min(timeout, launch.join_timeout + 15)
+        print(f"verify | waiting up to {timeout:.0f}s for {', '.join(names)}", flush=True)
+        reports = sources.from_results_dir(arguments.results, names, timeout=timeout, start_timeout=start_timeout)
     else:
         missing = [str(path) for path in arguments.logs if not path.is_file()]
         if missing:

@@ -74,10 +74,11 @@ class WorkerRecord:
     log: str
 
 
-def wait_for_exit(files: WorkerFiles, deadline: float, clock) -> WorkerRecord:
-    """Waits until the worker's launcher has started and ended, or until `deadline`."""
+def wait_for_exit(files: WorkerFiles, deadline: float, clock, *, start_deadline: float | None = None) -> WorkerRecord:
+    """Waits until the worker's launcher has started (by `start_deadline`) and ended (by `deadline`)."""
+    start_deadline = deadline if start_deadline is None else min(start_deadline, deadline)
     while not files.status.exists():
-        if clock() >= deadline:
+        if clock() >= start_deadline:
             return WorkerRecord(files.name, "missing", None, "")
         time.sleep(0.1)  # Before the worker has created its files there is no event to wait on.
     if not _wait_for_unlock(files.lock, deadline - clock()):

@@ -12,6 +12,7 @@ Exit codes are trainer.exitcodes'; the reason is always printed as one `launcher
 """
 
 import dataclasses
+import math
 import os
 import signal
 import subprocess
@@ -22,16 +23,19 @@ import time
 from trainer import rendezvous
 from trainer.cluster import Cluster, host_of
 from trainer.exitcodes import ExitCode
+from trainer.peers import PeerWatch
 from trainer.results import Recorder
 
 PROGRESS_INTERVAL = 10.0
-RETRY_INTERVAL = 0.5
+# How often the supervisor looks at what the peer watches (trainer/peers.py) have learned.
+CHECK_INTERVAL = 0.25
 HEARTBEAT_INTERVAL = 1.0
 HEARTBEAT_TIMEOUT = 2.0
 # Missed heartbeats in a row before a peer counts as lost: one slow answer is not a failure.
 HEARTBEAT_MISSES = 3
 # After a peer is lost, how long the program may take to end on its own before it is stopped.
 LOST_PEER_GRACE = 10.0
+FAILED_PEER_GRACE = 5.0
 # TensorFlow's preemption notifier swallows SIGTERM; after this long the program gets SIGKILL.
 STOP_GRACE = 2.0
 # How long an ending worker keeps serving its final state for peers that have not yet seen it.
@@ -59,20 +63,13 @@ class Supervisor:
         self._deadlines = deadlines
         self._recorder = recorder
         self._me = cluster.address
-        # Peers by position, named by their TensorFlow address: unique, and what the user wrote.
-        self._peers = {
-            position: (address, rendezvous.rendezvous_port(cluster, position, rendezvous_base_port))
-            for position, address in enumerate(cluster.workers)
-            if position != cluster.index
-        }
-        self._server = rendezvous.Server(
-            fingerprint, rendezvous.rendezvous_port(cluster, cluster.index, rendezvous_base_port)
-        )
+        self._base_port = rendezvous_base_port
+        self._server = rendezvous.Server(fingerprint, rendezvous.rendezvous_port(cluster, cluster.index, rendezvous_base_port))
+        self._watches: list[PeerWatch] = []
         self._stop_signal: int | None = None
         self._ended = threading.Event()
         self._program: subprocess.Popen | None = None
         self._kill_reason: tuple[int, str] | None = None
-        self._reached: set[int] = set()  # Peers that answered at least once.
         self._finished: set[int] = set()  # Peers that reported a successful exit.
         self._lost: dict[str, str] = {}
 
@@ -93,12 +90,26 @@ class Supervisor:
         self._terminate()
 
     def run(self, command: list[str], environment: dict[str, str]) -> int:
+        self._watches = [
+            PeerWatch(
+                position=position,
+                address=address,
+                port=rendezvous.rendezvous_port(self._cluster, position, self._base_port),
+                me=self._cluster.index,
+                timeout=HEARTBEAT_TIMEOUT,
+            )
+            for position, address in enumerate(self._cluster.workers)
+            if position != self._cluster.index
+        ]
         exit_code = self._run(command, environment)
         self._server.set_state(f"exited {exit_code}")
         if self._recorder:
             self._recorder.finish(exit_code)
+        for watch in self._watches:
+            watch.stop()
         if self._stop_signal is None:
-            self._server.wait_until_seen(self._reached - self._finished, LINGER)
+            answered = {w.position for w in self._watches if w.latest and w.latest.answered}
+            self._server.wait_until_seen(answered - self._finished, LINGER)
         self._server.close()
         return exit_code
 
@@ -115,40 +126,55 @@ class Supervisor:
     # -- rendezvous -----------------------------------------------------------------------------
 
     def _rendezvous(self) -> tuple[int, str] | None:
+        """A two-phase barrier: check every peer's fingerprint, then wait until every peer has too.
+
+        Without the second phase a worker could start TensorFlow while a peer still waits on a third
+        worker that never comes, and hang in TensorFlow's join instead of failing here.
+        """
         started = time.monotonic()
         deadline = started + self._deadlines.join
-        pending = dict(self._peers)
-        reasons: dict[str, str] = {}
+        validated: set[int] = set()
         next_progress = started + PROGRESS_INTERVAL
-        if pending:
-            self.say(f"waiting for {len(pending)} peer(s), up to {self._deadlines.join:.0f}s")
-        while pending:
-            for position, (peer, port) in list(pending.items()):
-                try:
-                    theirs, _ = rendezvous.fetch(host_of(peer), port, me=self._cluster.index, timeout=HEARTBEAT_TIMEOUT)
-                except rendezvous.PeerUnavailable as unavailable:
-                    reasons[peer] = str(unavailable)
-                    continue
-                self._reached.add(position)
-                found = rendezvous.differences(self._fingerprint, theirs, me=self._me, peer=peer, expected_index=position)
-                if found:
-                    return ExitCode.CONFIG_ERROR, "topology mismatch: " + "; ".join(found)
-                del pending[position]
-            if not pending:
+        if self._watches:
+            self.say(f"waiting for {len(self._watches)} peer(s), up to {self._deadlines.join:.0f}s")
+        while True:
+            waiting = []
+            for watch in self._watches:
+                seen = watch.latest
+                if seen is not None and seen.fingerprint is not None and watch.position not in validated:
+                    found = rendezvous.differences(
+                        self._fingerprint, seen.fingerprint, me=self._me, peer=watch.address, expected_index=watch.position
+                    )
+                    if found:
+                        return ExitCode.CONFIG_ERROR, "topology mismatch: " + "; ".join(found)
+                    validated.add(watch.position)
+                    if len(validated) == len(self._watches):
+                        self._server.set_state("agreed")
+                state = seen.state if seen else None
+                if state and state.startswith("exited") and state != "exited 0":
+                    return ExitCode.PEER_NEVER_JOINED, f"peer {watch.address} gave up before training ({state})"
+                if state in (None, "waiting"):
+                    if seen is None:
+                        reason = "no answer yet"
+                    elif seen.answered:
+                        reason = "answering, still waiting for its own peers"
+                    else:
+                        reason = seen.unavailable
+                    waiting.append(f"{watch.address} ({reason})")
+            if not waiting:
                 break
             now = time.monotonic()
-            waiting = ", ".join(f"{peer} ({reasons.get(peer, 'no answer yet')})" for peer, _ in pending.values())
             if now >= deadline:
                 return ExitCode.PEER_NEVER_JOINED, (
-                    f"peer(s) never joined within the {self._deadlines.join:.0f}s join deadline: {waiting}"
+                    f"peer(s) never joined within the {self._deadlines.join:.0f}s join deadline: {', '.join(waiting)}"
                 )
             if now >= next_progress:
-                self.say(f"waiting for {waiting} {now - started:.0f}s/{self._deadlines.join:.0f}s")
+                self.say(f"waiting for {', '.join(waiting)} {now - started:.0f}s/{self._deadlines.join:.0f}s")
                 next_progress += PROGRESS_INTERVAL
-            if self._ended.wait(min(RETRY_INTERVAL, max(0.0, deadline - now))):
+            if self._ended.wait(min(CHECK_INTERVAL, max(0.0, deadline - now))):
                 return None
         self._server.set_state("agreed")
-        if self._peers:
+        if self._watches:
             elapsed = time.monotonic() - started
             self.say(f"all {self._cluster.size} workers agree on the cluster and settings after {elapsed:.1f}s")
         return None
@@ -168,6 +194,8 @@ class Supervisor:
         self._server.set_state("running")
         if self._stop_signal is not None:  # A signal arrived while the program was starting.
             self._terminate()
+        for watch in self._watches:
+            watch.interval = HEARTBEAT_INTERVAL
         threading.Thread(target=self._watch, daemon=True).start()
         for line in self._program.stdout:
             sys.stdout.write(line)
@@ -191,41 +219,38 @@ class Supervisor:
         return ExitCode.OK
 
     def _watch(self) -> None:
-        """Heartbeats every peer; enforces the run deadline and the lost-peer grace."""
+        """Enforces the run deadline, and stops the program a grace period after a peer is lost."""
         run_deadline = time.monotonic() + self._deadlines.run
-        misses = dict.fromkeys(self._peers, 0)
-        lost_at = None
-        while not self._ended.wait(HEARTBEAT_INTERVAL):
-            if time.monotonic() >= run_deadline:
+        stop_at = math.inf
+        while not self._ended.wait(CHECK_INTERVAL):
+            now = time.monotonic()
+            if now >= run_deadline:
                 self._kill(ExitCode.DEADLINE_EXCEEDED, f"still running at the {self._deadlines.run:.0f}s run deadline: stopped")
                 return
-            for position, (peer, port) in self._peers.items():
-                if peer in self._lost or position in self._finished:
+            for watch in self._watches:
+                if watch.address in self._lost or watch.position in self._finished:
                     continue
-                reason = self._heartbeat(position, peer, port, misses)
-                if reason:
-                    self._lost[peer] = reason
-                    self.say(f"lost peer {peer}: {reason}")
-                    lost_at = lost_at or time.monotonic()
-            if lost_at is not None and time.monotonic() - lost_at >= LOST_PEER_GRACE:
+                seen = watch.latest
+                if seen is None:
+                    continue
+                if seen.answered and seen.state == "exited 0":
+                    self._finished.add(watch.position)
+                    watch.stop()  # It is about to vanish, and that is no loss.
+                elif seen.answered and seen.state.startswith("exited"):
+                    # A failed peer is gone for good, so the grace is shorter; not zero, because this
+                    # worker may be past its last collective and finishing well.
+                    self._lose(watch.address, seen.state)
+                    stop_at = min(stop_at, now + FAILED_PEER_GRACE)
+                elif seen.misses >= HEARTBEAT_MISSES:
+                    self._lose(watch.address, f"{seen.unavailable} ({seen.misses} heartbeats missed)")
+                    stop_at = min(stop_at, now + LOST_PEER_GRACE)
+            if now >= stop_at:
                 self._kill(ExitCode.PEER_LOST, f"stopped: lost peer(s) {_listing(self._lost)}")
                 return
 
-    def _heartbeat(self, position: int, peer: str, port: int, misses: dict[int, int]) -> str | None:
-        """Returns why the peer is lost, or None while it is alive (or has finished well)."""
-        try:
-            _, state = rendezvous.fetch(host_of(peer), port, me=self._cluster.index, timeout=HEARTBEAT_TIMEOUT)
-        except rendezvous.PeerUnavailable as unavailable:
-            misses[position] += 1
-            if misses[position] >= HEARTBEAT_MISSES:
-                return f"{unavailable} ({misses[position]} heartbeats missed)"
-            return None
-        misses[position] = 0
-        if state == "exited 0":
-            self._finished.add(position)
-        elif state.startswith("exited"):
-            return state
-        return None
+    def _lose(self, peer: str, reason: str) -> None:
+        self._lost[peer] = reason
+        self.say(f"lost peer {peer}: {reason}")
 
     def _kill(self, code: int, message: str) -> None:
         self._kill_reason = (code, message)
@@ -244,18 +269,19 @@ class Supervisor:
         timer.start()
 
     def _probe_peers(self) -> dict[str, str]:
-        """After the program failed: which peers are gone or failed (their state says which)."""
+        """After the program failed: asks every peer at once whether it is gone or failed."""
         lost = {}
-        for position, (peer, port) in self._peers.items():
-            if position in self._finished:
+        for watch in self._watches:
+            if watch.position in self._finished:
                 continue
+            port = rendezvous.rendezvous_port(self._cluster, watch.position, self._base_port)
             try:
-                _, state = rendezvous.fetch(host_of(peer), port, me=self._cluster.index, timeout=1.0)
+                _, state = rendezvous.fetch(host_of(watch.address), port, me=self._cluster.index, timeout=1.0)
             except rendezvous.PeerUnavailable as unavailable:
-                lost[peer] = str(unavailable)
+                lost[watch.address] = str(unavailable)
                 continue
             if state.startswith("exited") and state != "exited 0":
-                lost[peer] = state
+                lost[watch.address] = state
         return lost
 
     def _stopped_code(self) -> int:

@@ -60,10 +60,14 @@ def _number(text: str) -> float | int | str:
     return text
 
 
+# Words of the lines that say why a worker ended: errors, and the launcher's closing reasons.
+_REASON = re.compile(r"error|exception|failed|fatal|killed|stopped|exited|never joined|mismatch|deadline", re.IGNORECASE)
+
+
 def last_error_line(log: str) -> str:
-    """The line most likely to say why a worker failed: the last that looks like an error."""
+    """The line most likely to say why a worker failed: the last that looks like a reason."""
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     for line in reversed(lines):
-        if re.search(r"error|exception|failed|fatal|killed|stopped", line, re.IGNORECASE):
+        if _REASON.search(line):
             return line
     return lines[-1] if lines else "(no output)"

@@ -7,12 +7,15 @@ from trainer.results import WorkerFiles, wait_for_exit
 from verifier.verdict import WorkerReport
 
 
-def from_results_dir(directory: Path, names: list[str], *, timeout: float, clock=time.monotonic) -> list[WorkerReport]:
-    """Waits (together, up to `timeout` seconds) for every named worker to exit, then reports them."""
-    deadline = clock() + timeout
+def from_results_dir(
+    directory: Path, names: list[str], *, timeout: float, start_timeout: float, clock=time.monotonic
+) -> list[WorkerReport]:
+    """Waits for every named worker to start (within `start_timeout` s) and exit (within `timeout` s)."""
+    now = clock()
+    deadline, start_deadline = now + timeout, now + start_timeout
     reports = []
     for name in names:
-        record = wait_for_exit(WorkerFiles(directory, name), deadline, clock)
+        record = wait_for_exit(WorkerFiles(directory, name), deadline, clock, start_deadline=start_deadline)
         reports.append(WorkerReport(name=record.name, state=record.state, exit_code=record.exit_code, log=record.log))
     return reports
 

@@ -72,7 +72,7 @@ def _judge_worker(report: WorkerReport, expected_workers: int) -> WorkerOutcome:
 
 def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:
     if report.state == "missing":
-        return "missing", "missing: it never started"
+        return "missing", "missing: it never started (no launcher of that name reported)"
     if report.state == "running":
         return "running", "still running when the verifier's timeout ran out"
     if report.state == "killed":

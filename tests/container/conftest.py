@@ -1,16 +1,17 @@
 """Container tests: each runs its own Compose project and always tears it down."""
 
+import datetime
 import json
 import os
 import shutil
 import subprocess
+import time
 import uuid
 
 import pytest
 
 from tests.conftest import ROOT
 
-IMAGE = "tfcluster:latest"
 
 
 def _docker_problem() -> str | None:
@@ -31,8 +32,8 @@ def docker():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and {problem}")
         pytest.skip(problem)
-    if subprocess.run(["docker", "image", "inspect", IMAGE], capture_output=True).returncode != 0:
-        subprocess.run([str(ROOT / "scripts" / "setup")], check=True, timeout=900)
+    # Always: the tests must run the code in this tree, and an unchanged build takes a second.
+    subprocess.run([str(ROOT / "scripts" / "setup")], check=True, timeout=900)
 
 
 class ComposeProject:
@@ -58,13 +59,59 @@ class ComposeProject:
     def logs(self, service: str) -> str:
         return self.compose("logs", "--no-log-prefix", service).stdout
 
+    def container(self, service: str) -> str:
+        return self.compose("ps", "-a", "-q", service).stdout.strip()
+
     def state(self, service: str) -> dict:
-        container = self.compose("ps", "-a", "-q", service).stdout.strip()
-        inspected = subprocess.run(["docker", "inspect", container], capture_output=True, text=True, check=True)
+        inspected = subprocess.run(
+            ["docker", "inspect", self.container(service)], capture_output=True, text=True, check=True
+        )
         return json.loads(inspected.stdout)[0]
 
+    def exit_code(self, service: str, *, timeout: float = 60) -> int:
+        """The service's exit code, once it has exited (a container still running has none)."""
+        return self.wait_for_exit(service, timeout=timeout)
+
+    def run_seconds(self, service: str) -> float:
+        """How long the service's container ran, from Docker's own start and finish times."""
+        state = self.state(service)["State"]
+        return (_timestamp(state["FinishedAt"]) - _timestamp(state["StartedAt"])).total_seconds()
+
+    def finished_at(self, service: str) -> datetime.datetime:
+        return _timestamp(self.state(service)["State"]["FinishedAt"])
+
+    def wait_for_line(self, service: str, text: str, *, timeout: float = 120) -> None:
+        """Follows the service's log until a line contains `text` (an event, not a sleep)."""
+        command = ["docker", "logs", "--follow", self.container(service)]
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as follower:
+            deadline = time.monotonic() + timeout
+            try:
+                for line in follower.stdout:
+                    if text in line:
+                        return
+                    if time.monotonic() > deadline:
+                        break
+            finally:
+                follower.kill()
+        raise AssertionError(f"{service} never printed {text!r} within {timeout}s")
+
+    def wait_for_exit(self, service: str, *, timeout: float = 120) -> int:
+        """Blocks until the service's container exits (`docker wait`); returns its exit code."""
+        waited = subprocess.run(
+            ["docker", "wait", self.container(service)], capture_output=True, text=True, timeout=timeout, check=True
+        )
+        return int(waited.stdout.strip())
+
     def down(self) -> None:
+        # A paused container can be neither stopped nor removed: unpause first (no-op otherwise).
+        self.compose("unpause", timeout=60)
         self.compose("down", "--volumes", "--remove-orphans", "--timeout", "1", timeout=120)
+
+
+def _timestamp(text: str) -> datetime.datetime:
+    # Docker gives nanoseconds; Python parses at most microseconds.
+    head, _, fraction = text.rstrip("Z").partition(".")
+    return datetime.datetime.fromisoformat(f"{head}.{(fraction + '000000')[:6]}+00:00")
 
 
 @pytest.fixture

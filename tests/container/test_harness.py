@@ -22,8 +22,8 @@ def test_two_workers_train_in_sync_and_the_verifier_passes(compose_project):
         log = project.logs(f"worker-{index}")
         assert f"worker={index} {FIGURES}" in log
         assert "train | epoch:   3/3   | step:     12 | loss: 0.4168 | accuracy: 0.8281" in log
+        assert project.exit_code(f"worker-{index}") == 0
         state = project.state(f"worker-{index}")
-        assert state["State"]["ExitCode"] == 0
         assert state["Config"]["Hostname"] == f"worker-{index}"
         assert state["Config"]["User"] == "1000:1000"
         assert state["HostConfig"]["ReadonlyRootfs"] is True
@@ -55,8 +55,8 @@ def test_a_worker_failing_its_training_check_fails_the_verdict(compose_project):
         "worker-1: exited 3: trainer: training check failed: final_accuracy (0.8281) is not above 0.99"
         in result.stdout
     )
-    assert project.state("worker-1")["State"]["ExitCode"] == ExitCode.TRAINING_CHECK_FAILED
-    assert project.state("worker-0")["State"]["ExitCode"] == 0
+    assert project.exit_code("worker-1") == ExitCode.TRAINING_CHECK_FAILED
+    assert project.exit_code("worker-0") == 0
 
 
 def test_the_tutorials_unchanged_program_runs_and_verifies_from_its_saved_logs(compose_project, tmp_path):

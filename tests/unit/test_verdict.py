@@ -47,7 +47,7 @@ def test_each_kind_of_failed_worker_is_named():
     problems = judge(reports, expected_workers=6).problems
     assert problems == (
         "worker-0: exited 3: trainer: training check failed: final_accuracy (0.5000) is not above 0.75",
-        "worker-1: missing: it never started",
+        "worker-1: missing: it never started (no launcher of that name reported)",
         "worker-2: killed without an exit status (SIGKILL or out of memory); last line: train | epoch: 1",
         "worker-3: still running when the verifier's timeout ran out",
         "worker-4: no final metrics in its log",

@@ -1,0 +1,273 @@
+"""The fault matrix (README.md, "When something goes wrong"): every fault injected into a real
+cluster of containers, asserting each worker's exit code and message, the verdict, and the bound."""
+
+import datetime
+import subprocess
+import time
+
+import pytest
+
+from trainer.exitcodes import ExitCode
+
+pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
+
+JOIN = 15  # The join deadline these tests use (the default is 60 s).
+LONG_TRAINING = {"TRAIN_EPOCHS": "100000"}  # Runs until stopped: about 40 epochs a second.
+
+
+def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml") -> str:
+    """A Compose override giving each named service extra environment variables."""
+    lines = ["services:"]
+    for service, variables in services.items():
+        lines += [f"  {service}:", "    environment:"]
+        lines += [f"      {key}: {value!r}" for key, value in variables.items()]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+def seconds_since(moment: datetime.datetime, later: datetime.datetime) -> float:
+    return (later - moment).total_seconds()
+
+
+def verifier_result(project) -> tuple[int, str]:
+    code = project.wait_for_exit("verifier", timeout=120)
+    return code, project.logs("verifier")
+
+
+# -- a peer never starts, or its name does not resolve ---------------------------------------------
+
+
+def test_a_peer_that_never_starts(compose_project):
+    project = compose_project(environment={"TF_JOIN_TIMEOUT": str(JOIN)})
+    started = project.compose("up", "--detach", "--no-deps", "worker-0", "verifier")
+    assert started.returncode == 0, started.stderr
+    assert project.wait_for_exit("worker-0") == ExitCode.PEER_NEVER_JOINED
+    assert project.run_seconds("worker-0") < JOIN + 10
+    log = project.logs("worker-0")
+    assert "waiting for worker-1:12345 (name not resolvable) 10s/15s" in log
+    assert "peer(s) never joined within the 15s join deadline: worker-1:12345 (name not resolvable)" in log
+    code, verdict = verifier_result(project)
+    assert code == ExitCode.VERIFICATION_FAILED
+    assert "worker-0: exited 4: launcher | worker-0:12345: peer(s) never joined" in verdict
+    assert "worker-1: missing: it never started" in verdict
+
+
+def test_a_typo_in_the_cluster_list_names_the_host(compose_project, tmp_path):
+    typo = {"TF_WORKER_HOSTS": "worker-0,worker-l"}
+    project = compose_project(
+        override(tmp_path, {"worker-0": typo, "worker-1": typo, "verifier": typo}),
+        environment={"TF_JOIN_TIMEOUT": str(JOIN)},
+    )
+    project.compose("up", "--detach")
+    assert project.wait_for_exit("worker-0") == ExitCode.PEER_NEVER_JOINED
+    assert project.wait_for_exit("worker-1") == ExitCode.PEER_NEVER_JOINED
+    for service in ("worker-0", "worker-1"):
+        assert project.run_seconds(service) < JOIN + 10
+        assert "train | epoch" not in project.logs(service)
+    assert "never joined within the 15s join deadline: worker-l:12345 (name not resolvable)" in project.logs("worker-0")
+    code, verdict = verifier_result(project)
+    assert code == ExitCode.VERIFICATION_FAILED
+    assert "worker-0: exited 4" in verdict
+
+
+# -- topology mismatch -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variables", "worker_0_says"),
+    [
+        ({"TRAIN_BATCH_SIZE": "32"}, "TRAIN_BATCH_SIZE differs: worker-0:12345 has 16, worker-1:12345 has 32"),
+        ({"TRAIN_EPOCHS": "4"}, "TRAIN_EPOCHS differs: worker-0:12345 has 3, worker-1:12345 has 4"),
+        ({"TRAIN_STEPS_PER_EPOCH": "5"}, "TRAIN_STEPS_PER_EPOCH differs: worker-0:12345 has 4, worker-1:12345 has 5"),
+        ({"TRAIN_SEED": "8"}, "TRAIN_SEED differs: worker-0:12345 has 7, worker-1:12345 has 8"),
+        ({"TRAIN_LEARNING_RATE": "0.01"}, "TRAIN_LEARNING_RATE differs: worker-0:12345 has 0.03, worker-1:12345 has 0.01"),
+        ({"TF_WORKER_PORT": "23456"}, "port of worker-0 differs: worker-0:12345 has worker-0:12345, worker-1:12345 has worker-0:23456"),
+        ({"TF_WORKER_HOSTS": "worker-0,worker-1,worker-2"}, "worker count differs: worker-0:12345 has 2, worker-1:12345 has 3"),
+        ({"TF_WORKER_HOSTS": "worker-1,worker-0", "TF_TASK_INDEX": "0"}, "worker 0's host differs: worker-0:12345 has worker-0, worker-1:12345 has worker-1"),
+    ],
+    ids=["batch-size", "epochs", "steps", "seed", "learning-rate", "port", "worker-count", "cluster-order"],
+)
+def test_a_topology_mismatch_stops_every_worker_before_training(compose_project, tmp_path, variables, worker_0_says):
+    project = compose_project(override(tmp_path, {"worker-1": variables}))
+    result = project.verdict()
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout
+    for service in ("worker-0", "worker-1"):
+        assert project.exit_code(service) == ExitCode.CONFIG_ERROR, project.logs(service)
+        log = project.logs(service)
+        assert "topology mismatch: " in log
+        assert "train | epoch" not in log  # Detected before the first training step.
+        assert f"{service}: exited 2: launcher | " in result.stdout
+    assert f"topology mismatch: {worker_0_says}" in project.logs("worker-0")
+
+
+def test_two_workers_with_one_index(compose_project, tmp_path):
+    project = compose_project(override(tmp_path, {"worker-1": {"TF_TASK_INDEX": "0"}}))
+    result = project.verdict()
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert project.exit_code("worker-1") == ExitCode.CONFIG_ERROR
+    assert "this host is worker-1, entry 1 of the cluster, but `TF_TASK_INDEX` is 0 (worker-0)" in project.logs("worker-1")
+    assert "worker-1: exited 2: trainer: config error: this host is worker-1" in result.stdout
+
+
+# -- bad input -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("variables", "line"),
+    [
+        ({"TF_CONFIG": "{not json"}, "trainer: config error: TF_CONFIG is not valid JSON (Expecting property name enclosed in double quotes at character 1): '{not json'"),
+        ({"TF_TASK_INDEX": "one"}, "trainer: config error: `TF_TASK_INDEX` ('one') must be a non-negative integer"),
+        ({"TRAIN_BATCH_SIZE": "0"}, "trainer: config error: `TRAIN_BATCH_SIZE` (0) must be in [1, 1000000]"),
+        ({"TF_JOIN_TIMEOUT": "soon"}, "trainer: config error: `TF_JOIN_TIMEOUT` ('soon') must be a number"),
+    ],
+    ids=["tf-config-json", "index", "batch-size", "join-timeout"],
+)
+def test_bad_input_is_one_line_and_the_config_exit_code(compose_project, tmp_path, variables, line):
+    project = compose_project(override(tmp_path, {"worker-1": variables}), environment={"TF_JOIN_TIMEOUT": str(JOIN)})
+    project.compose("up", "--detach")
+    assert project.wait_for_exit("worker-1") == ExitCode.CONFIG_ERROR
+    assert project.logs("worker-1") == line + "\n"  # One line, no traceback.
+    assert project.run_seconds("worker-1") < 5
+    assert project.wait_for_exit("worker-0") == ExitCode.PEER_NEVER_JOINED
+    code, verdict = verifier_result(project)
+    assert code == ExitCode.VERIFICATION_FAILED
+    assert f"worker-1: exited 2: {line}" in verdict
+
+
+# -- lost peers ------------------------------------------------------------------------------------
+
+
+def start_long_training(project) -> None:
+    project.compose("up", "--detach")
+    for service in ("worker-0", "worker-1"):
+        project.wait_for_line(service, "train | epoch:   5/")
+
+
+def test_a_peer_killed_mid_training(compose_project):
+    project = compose_project(environment=LONG_TRAINING)
+    start_long_training(project)
+    injected = now()
+    subprocess.run(["docker", "kill", project.container("worker-1")], check=True, capture_output=True)
+    assert project.wait_for_exit("worker-0") == ExitCode.PEER_LOST
+    assert seconds_since(injected, project.finished_at("worker-0")) < 20
+    assert "worker-1:12345" in project.logs("worker-0").splitlines()[-1]
+    code, verdict = verifier_result(project)
+    assert code == ExitCode.VERIFICATION_FAILED
+    assert "worker-1: killed without an exit status (SIGKILL or out of memory)" in verdict
+    assert "worker-0: exited 5: launcher | worker-0:12345: " in verdict
+    assert "worker-1:12345" in verdict.split("worker-0: exited 5:")[1]
+
+
+@pytest.mark.parametrize("fault", ["pause", "disconnect"])
+def test_a_peer_frozen_or_cut_off_mid_training(compose_project, fault):
+    project = compose_project(environment=LONG_TRAINING)
+    start_long_training(project)
+    injected = now()
+    if fault == "pause":
+        subprocess.run(["docker", "pause", project.container("worker-1")], check=True, capture_output=True)
+        survivors = ["worker-0"]
+    else:
+        network = f"{project.name}_cluster"
+        subprocess.run(["docker", "network", "disconnect", network, project.container("worker-1")], check=True)
+        survivors = ["worker-0", "worker-1"]  # Cut off, each side has lost the other.
+    for service in survivors:
+        code = project.wait_for_exit(service)
+        assert code not in (0, ExitCode.TERMINATED), project.logs(service)
+        assert seconds_since(injected, project.finished_at(service)) < 30
+    assert "worker-1:12345" in project.logs("worker-0")
+    assert project.exit_code("worker-0") == ExitCode.PEER_LOST
+
+
+# -- stopping --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("phase", "how"),
+    [("waiting", "stop"), ("training", "stop"), ("training", "interrupt"), ("training", "compose-down")],
+)
+def test_a_stopped_worker_exits_at_once_with_a_clear_line(compose_project, phase, how):
+    project = compose_project(environment=LONG_TRAINING)
+    if phase == "waiting":
+        project.compose("up", "--detach", "--no-deps", "worker-0")
+        project.wait_for_line("worker-0", "waiting for 1 peer(s)")
+    else:
+        start_long_training(project)
+    container = project.container("worker-0")
+    started = time.monotonic()
+    if how == "stop":
+        subprocess.run(["docker", "stop", container], check=True, capture_output=True, timeout=30)
+    elif how == "interrupt":  # What Ctrl-C sends to a worker run in the foreground.
+        subprocess.run(["docker", "kill", "--signal", "INT", container], check=True, capture_output=True)
+        project.wait_for_exit("worker-0", timeout=30)
+    else:
+        project.compose("stop", timeout=60)
+    elapsed = time.monotonic() - started
+    assert elapsed < 5
+    assert project.exit_code("worker-0") == ExitCode.TERMINATED
+    signal_name = "SIGINT" if how == "interrupt" else "SIGTERM"
+    log = project.logs("worker-0")
+    assert f"launcher | worker-0:12345: received {signal_name}, stopping" in log
+    assert f"launcher | worker-0:12345: stopped by {signal_name}" in log
+
+
+# -- the verifier's own cases and the run deadline ----------------------------------------------
+
+
+FINAL = "worker={index} replicas=2 initial_loss=0.7459 final_loss={loss} final_accuracy=0.8281"
+
+
+def stand_in(tmp_path, commands: dict[str, str], verifier: dict[str, str] | None = None) -> str:
+    """An override replacing each worker's training program by a shell command (a stand-in trainer)."""
+    lines = ["services:"]
+    for service, command in commands.items():
+        lines += [f"  {service}:", f"    command: [sh, -c, {command!r}]"]
+    if verifier:
+        lines += ["  verifier:", "    environment:"] + [f"      {k}: {v!r}" for k, v in verifier.items()]
+    path = tmp_path / "stand-in.yaml"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def test_a_worker_that_exits_0_without_final_metrics(compose_project, tmp_path):
+    project = compose_project(
+        stand_in(tmp_path, {"worker-0": f"echo '{FINAL.format(index=0, loss=0.4168)}'", "worker-1": "echo done"})
+    )
+    result = project.verdict()
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert project.exit_code("worker-1") == 0
+    assert "worker-1: no final metrics in its log" in result.stdout
+
+
+def test_metrics_that_differ(compose_project, tmp_path):
+    commands = {
+        "worker-0": f"echo '{FINAL.format(index=0, loss=0.4168)}'",
+        "worker-1": f"echo '{FINAL.format(index=1, loss=0.4170)}'",
+    }
+    result = compose_project(stand_in(tmp_path, commands)).verdict()
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert "final_loss differs: worker-0=0.4168 worker-1=0.4170" in result.stdout
+
+
+def test_fewer_workers_than_the_verifier_expects(compose_project, tmp_path):
+    commands = {service: f"echo '{FINAL.format(index=index, loss=0.4168)}'" for index, service in enumerate(["worker-0", "worker-1"])}
+    expect_three = {"TF_WORKER_HOSTS": "worker-0,worker-1,worker-2", "TF_JOIN_TIMEOUT": "5"}
+    result = compose_project(stand_in(tmp_path, commands, verifier=expect_three)).verdict()
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert "worker-2: missing: it never started" in result.stdout
+    assert "worker-0: replicas=2, expected 3" in result.stdout
+
+
+def test_the_run_deadline_stops_everything_and_the_verdict_names_who_was_running(compose_project):
+    project = compose_project(environment={**LONG_TRAINING, "TF_RUN_TIMEOUT": "20"})
+    started = time.monotonic()
+    result = project.verdict(timeout=120)
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert time.monotonic() - started < 20 + 30
+    for service in ("worker-0", "worker-1"):
+        assert project.exit_code(service) == ExitCode.DEADLINE_EXCEEDED
+        assert f"{service}: exited 6: launcher | {service}:12345: still running at the 20s run deadline: stopped" in result.stdout

@@ -1,0 +1,63 @@
+"""Watches each peer's rendezvous endpoint from a thread of its own.
+
+One thread per peer, so that a slow answer (a frozen peer, or a name lookup for a peer that does
+not exist, which takes the resolver's full timeout) never delays what is learned about the others.
+"""
+
+import dataclasses
+import threading
+import time
+
+from trainer import rendezvous
+from trainer.cluster import host_of
+
+
+@dataclasses.dataclass(frozen=True)
+class Observation:
+    """The latest answer of a peer, or why it did not answer, and how many times in a row."""
+
+    fingerprint: rendezvous.Fingerprint | None
+    state: str | None
+    unavailable: str | None
+    misses: int
+
+    @property
+    def answered(self) -> bool:
+        return self.unavailable is None
+
+
+class PeerWatch:
+    def __init__(self, *, position: int, address: str, port: int, me: int, timeout: float):
+        self.position = position
+        self.address = address
+        self.interval = 0.5
+        self._port = port
+        self._me = me
+        self._timeout = timeout
+        self._latest: Observation | None = None
+        self._changed = threading.Event()
+        self._stopped = threading.Event()
+        threading.Thread(target=self._poll, daemon=True, name=f"watch {address}").start()
+
+    @property
+    def latest(self) -> Observation | None:
+        return self._latest
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def _poll(self) -> None:
+        misses = 0
+        while not self._stopped.is_set():
+            started = time.monotonic()
+            try:
+                fingerprint, state = rendezvous.fetch(host_of(self.address), self._port, me=self._me, timeout=self._timeout)
+                misses = 0
+                self._latest = Observation(fingerprint, state, None, 0)
+            except rendezvous.PeerUnavailable as unavailable:
+                misses += 1
+                previous = self._latest
+                self._latest = Observation(
+                    previous.fingerprint if previous else None, previous.state if previous else None, str(unavailable), misses
+                )
+            self._stopped.wait(max(0.0, self.interval - (time.monotonic() - started)))
