@@ -17,11 +17,12 @@ from pathlib import Path
 # The verifier shares the cluster template and the results protocol with the trainer package.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from verifier import render, sources  # noqa: E402
+from verifier.verdict import judge  # noqa: E402
+
 from trainer import cluster as cluster_config  # noqa: E402
 from trainer.exitcodes import ExitCode  # noqa: E402
 from trainer.settings import LaunchSettings  # noqa: E402
-from verifier import render, sources  # noqa: E402
-from verifier.verdict import judge  # noqa: E402
 
 
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
@@ -30,15 +31,16 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--results", type=Path, help="the results directory the workers' launchers write to")
     parser.add_argument(
         "--workers",
-        help="the expected workers, comma-separated (default: the hosts of TF_WORKER_HOSTS, "
-        "or one per log file)",
+        help="the expected workers, comma-separated (default: the hosts of TF_WORKER_HOSTS, or one per log file)",
     )
     parser.add_argument(
         "--timeout",
         type=float,
         help="seconds to wait for the workers to finish (default: TF_JOIN_TIMEOUT + TF_RUN_TIMEOUT + 30)",
     )
-    parser.add_argument("--tolerance", type=float, default=0.0, help="largest absolute metric difference (default 0: exact)")
+    parser.add_argument(
+        "--tolerance", type=float, default=0.0, help="largest absolute metric difference (default 0: exact)"
+    )
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON line instead of a table")
     parser.add_argument("--junit", type=Path, help="also write the verdict as JUnit XML to this file")
     arguments = parser.parse_args(argv)

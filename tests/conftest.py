@@ -1,3 +1,4 @@
+import random
 import socket
 import subprocess
 import sys
@@ -14,8 +15,23 @@ def run_python(*arguments, env=None, timeout=30):
     )
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on right now, so parallel launchers never collide."""
+def free_port(count: int = 1) -> int:
+    """The first of `count` consecutive TCP ports that nothing uses right now.
+
+    Taken below Linux's ephemeral range (32768 and up), where the launchers' own outgoing
+    connections would otherwise land on a port a test is about to listen on.
+    """
+    for _ in range(1000):
+        first = random.randrange(20000, 32000 - count)
+        if all(_bindable(port) for port in range(first, first + count)):
+            return first
+    raise RuntimeError(f"no {count} consecutive free ports in [20000, 32000)")
+
+
+def _bindable(port: int) -> bool:
     with socket.socket() as probe:
-        probe.bind(("", 0))
-        return probe.getsockname()[1]
+        try:
+            probe.bind(("", port))
+        except OSError:
+            return False
+    return True

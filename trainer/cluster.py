@@ -12,7 +12,9 @@ from collections.abc import Mapping, Sequence
 DEFAULT_PORT = 12345
 
 # A DNS name (RFC 1123 labels) or an IPv4 address; TF's gRPC layer needs no more than that.
-_HOST_PATTERN = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_HOST_PATTERN = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,7 +79,9 @@ def parse_index(text: str, *, name: str = "TF_TASK_INDEX") -> int:
     return int(stripped)
 
 
-def from_template(hosts: str, index: int, *, default_port: int = DEFAULT_PORT, index_name: str = "TF_TASK_INDEX") -> Cluster:
+def from_template(
+    hosts: str, index: int, *, default_port: int = DEFAULT_PORT, index_name: str = "TF_TASK_INDEX"
+) -> Cluster:
     """Builds the cluster from the shared template: a comma-separated host list, one port.
 
     An entry may carry its own port (`worker-0:2222`); the others get `default_port`.
@@ -90,7 +94,9 @@ def from_template(hosts: str, index: int, *, default_port: int = DEFAULT_PORT, i
         raise ValueError(f"the worker host list ({hosts!r}) has an empty entry")
     workers = tuple(entry if ":" in entry else f"{entry}:{default_port}" for entry in entries)
     if not 0 <= index < len(workers):
-        raise ValueError(f"`{index_name}` ({index}) must be in [0, {len(workers)}) for the {len(workers)} worker(s) {hosts!r}")
+        raise ValueError(
+            f"`{index_name}` ({index}) must be in [0, {len(workers)}) for the {len(workers)} worker(s) {hosts!r}"
+        )
     return Cluster(workers=workers, index=index)
 
 

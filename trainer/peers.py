@@ -30,7 +30,7 @@ class PeerWatch:
     def __init__(self, *, position: int, address: str, port: int, me: int, timeout: float):
         self.position = position
         self.address = address
-        self.interval = 0.5
+        self.interval = 0.2  # While meeting peers; the supervisor slows it to a heartbeat later.
         self._port = port
         self._me = me
         self._timeout = timeout
@@ -51,13 +51,18 @@ class PeerWatch:
         while not self._stopped.is_set():
             started = time.monotonic()
             try:
-                fingerprint, state = rendezvous.fetch(host_of(self.address), self._port, me=self._me, timeout=self._timeout)
+                fingerprint, state = rendezvous.fetch(
+                    host_of(self.address), self._port, me=self._me, timeout=self._timeout
+                )
                 misses = 0
                 self._latest = Observation(fingerprint, state, None, 0)
             except rendezvous.PeerUnavailable as unavailable:
                 misses += 1
                 previous = self._latest
                 self._latest = Observation(
-                    previous.fingerprint if previous else None, previous.state if previous else None, str(unavailable), misses
+                    previous.fingerprint if previous else None,
+                    previous.state if previous else None,
+                    str(unavailable),
+                    misses,
                 )
             self._stopped.wait(max(0.0, self.interval - (time.monotonic() - started)))

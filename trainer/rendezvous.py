@@ -59,13 +59,16 @@ def differences(mine: Fingerprint, theirs: Fingerprint, *, me: str, peer: str, e
     if len(mine.workers) != len(theirs.workers):
         found.append(f"worker count differs: {me} has {len(mine.workers)}, {peer} has {len(theirs.workers)}")
     elif mine.workers != theirs.workers:
-        for position, (ours, its) in enumerate(zip(mine.workers, theirs.workers)):
+        for position, (ours, its) in enumerate(zip(mine.workers, theirs.workers, strict=False)):
             if host_of(ours) != host_of(its):
                 found.append(f"worker {position}'s host differs: {me} has {host_of(ours)}, {peer} has {host_of(its)}")
             elif ours != its:
                 found.append(f"port of {host_of(ours)} differs: {me} has {ours}, {peer} has {its}")
     if theirs.index != expected_index:
-        found.append(f"{peer} says it is worker {theirs.index} (TF_TASK_INDEX), but it is worker {expected_index} in the cluster list")
+        found.append(
+            f"{peer} says it is worker {theirs.index} (TF_TASK_INDEX), "
+            f"but it is worker {expected_index} in the cluster list"
+        )
     for key in sorted(set(mine.settings) | set(theirs.settings)):
         if mine.settings.get(key) != theirs.settings.get(key):
             found.append(f"{key} differs: {me} has {mine.settings.get(key)}, {peer} has {theirs.settings.get(key)}")
@@ -97,21 +100,27 @@ class Server:
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            timeout = 2.0  # A frozen peer must not hold a handler, and so this worker's exit, for long.
+
             def do_GET(self):
                 query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
-                state = server._served(query.get("from", [""])[0])
+                state = server._state
                 payload = json.dumps({"fingerprint": json.loads(body), "state": state}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
+                self.wfile.flush()
+                # Counted only once the whole answer is out: the peer has really seen this state.
+                server._seen(query.get("from", [""])[0], state)
 
             def log_message(self, *arguments):
                 pass  # One line per heartbeat would drown the training log.
 
         self._server = http.server.ThreadingHTTPServer(("", port), Handler)
-        self._server.daemon_threads = True
+        # Handler threads are joined on close, so no answer is cut off when the launcher exits.
+        self._server.daemon_threads = False
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     def set_state(self, state: str) -> None:
@@ -120,12 +129,11 @@ class Server:
             if state == "waiting":
                 self._seen_by.clear()
 
-    def _served(self, peer: str) -> str:
+    def _seen(self, peer: str, state: str) -> None:
         with self._changed:
-            if peer.isdigit() and self._state != "waiting":
+            if peer.isdigit() and state != "waiting" and state == self._state:
                 self._seen_by.add(int(peer))
                 self._changed.notify_all()
-            return self._state
 
     def wait_until_seen(self, peers: set[int], timeout: float) -> bool:
         """Waits until every one of `peers` has fetched this worker's state since it agreed."""
@@ -164,7 +172,7 @@ def fetch(host: str, port: int, *, me: int, timeout: float) -> tuple[Fingerprint
         if isinstance(reason, (TimeoutError, socket.timeout)):
             raise PeerUnavailable(f"resolvable, no answer within {timeout:.0f}s") from None
         raise PeerUnavailable(f"resolvable, unreachable: {reason}") from None
-    except (TimeoutError, socket.timeout):
+    except TimeoutError:
         raise PeerUnavailable(f"resolvable, no answer within {timeout:.0f}s") from None
     except (OSError, ValueError, http.client.HTTPException) as error:
         # Includes a peer that closed mid-answer because it was ending.

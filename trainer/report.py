@@ -10,7 +10,10 @@ from trainer.result import EpochResult, TrainingResult
 
 
 def epoch_line(epoch: EpochResult, *, epochs: int, step: int) -> str:
-    return f"train | epoch: {epoch.epoch:>3}/{epochs:<3} | step: {step:>6} | loss: {epoch.loss:.4f} | accuracy: {epoch.accuracy:.4f}"
+    return (
+        f"train | epoch: {epoch.epoch:>3}/{epochs:<3} | step: {step:>6} "
+        f"| loss: {epoch.loss:.4f} | accuracy: {epoch.accuracy:.4f}"
+    )
 
 
 def final_line(result: TrainingResult) -> str:

@@ -11,6 +11,7 @@ Phases, each bounded:
 Exit codes are trainer.exitcodes'; the reason is always printed as one `launcher |` line.
 """
 
+import contextlib
 import dataclasses
 import math
 import os
@@ -28,7 +29,7 @@ from trainer.results import Recorder
 
 PROGRESS_INTERVAL = 10.0
 # How often the supervisor looks at what the peer watches (trainer/peers.py) have learned.
-CHECK_INTERVAL = 0.25
+CHECK_INTERVAL = 0.1
 HEARTBEAT_INTERVAL = 1.0
 HEARTBEAT_TIMEOUT = 2.0
 # Missed heartbeats in a row before a peer counts as lost: one slow answer is not a failure.
@@ -64,7 +65,9 @@ class Supervisor:
         self._recorder = recorder
         self._me = cluster.address
         self._base_port = rendezvous_base_port
-        self._server = rendezvous.Server(fingerprint, rendezvous.rendezvous_port(cluster, cluster.index, rendezvous_base_port))
+        self._server = rendezvous.Server(
+            fingerprint, rendezvous.rendezvous_port(cluster, cluster.index, rendezvous_base_port)
+        )
         self._watches: list[PeerWatch] = []
         self._stop_signal: int | None = None
         self._ended = threading.Event()
@@ -85,7 +88,9 @@ class Supervisor:
             return
         self._stop_signal = signum
         # Straight to the file descriptor: the handler may have interrupted a buffered write.
-        os.write(sys.stdout.fileno(), f"launcher | {self._me}: received {signal.Signals(signum).name}, stopping\n".encode())
+        os.write(
+            sys.stdout.fileno(), f"launcher | {self._me}: received {signal.Signals(signum).name}, stopping\n".encode()
+        )
         self._ended.set()
         self._terminate()
 
@@ -143,7 +148,11 @@ class Supervisor:
                 seen = watch.latest
                 if seen is not None and seen.fingerprint is not None and watch.position not in validated:
                     found = rendezvous.differences(
-                        self._fingerprint, seen.fingerprint, me=self._me, peer=watch.address, expected_index=watch.position
+                        self._fingerprint,
+                        seen.fingerprint,
+                        me=self._me,
+                        peer=watch.address,
+                        expected_index=watch.position,
                     )
                     if found:
                         return ExitCode.CONFIG_ERROR, "topology mismatch: " + "; ".join(found)
@@ -225,7 +234,9 @@ class Supervisor:
         while not self._ended.wait(CHECK_INTERVAL):
             now = time.monotonic()
             if now >= run_deadline:
-                self._kill(ExitCode.DEADLINE_EXCEEDED, f"still running at the {self._deadlines.run:.0f}s run deadline: stopped")
+                self._kill(
+                    ExitCode.DEADLINE_EXCEEDED, f"still running at the {self._deadlines.run:.0f}s run deadline: stopped"
+                )
                 return
             for watch in self._watches:
                 if watch.address in self._lost or watch.position in self._finished:
@@ -290,10 +301,8 @@ class Supervisor:
 
 
 def _kill_group(process_group: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # It ended within the grace period.
         os.killpg(process_group, signal.SIGKILL)
-    except ProcessLookupError:
-        pass  # It ended within the grace period.
 
 
 def _describe(exit_code: int) -> str:

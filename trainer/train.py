@@ -11,7 +11,9 @@ from trainer.result import EpochResult, TrainingResult
 from trainer.settings import TrainingSettings
 
 
-def train(cluster: Cluster, settings: TrainingSettings, *, on_epoch: Callable[[EpochResult, int], None]) -> TrainingResult:
+def train(
+    cluster: Cluster, settings: TrainingSettings, *, on_epoch: Callable[[EpochResult, int], None]
+) -> TrainingResult:
     """Runs the whole training; TF_CONFIG must already describe `cluster` in the environment.
 
     Keras 3's `Model.fit` is broken under MultiWorkerMirroredStrategy (keras-team/keras#20585),
@@ -36,7 +38,7 @@ def train(cluster: Cluster, settings: TrainingSettings, *, on_epoch: Callable[[E
                 per_example_loss = state.loss_object(labels, predictions)
                 loss = tf.nn.compute_average_loss(per_example_loss, global_batch_size=global_batch_size)
             gradients = tape.gradient(loss, state.model.trainable_variables)
-            state.optimizer.apply_gradients(zip(gradients, state.model.trainable_variables))
+            state.optimizer.apply_gradients(zip(gradients, state.model.trainable_variables, strict=False))
             state.accuracy.update_state(labels, predictions)
             return loss
 

@@ -61,7 +61,9 @@ def _number(text: str) -> float | int | str:
 
 
 # Words of the lines that say why a worker ended: errors, and the launcher's closing reasons.
-_REASON = re.compile(r"error|exception|failed|fatal|killed|stopped|exited|never joined|mismatch|deadline", re.IGNORECASE)
+_REASON = re.compile(
+    r"error|exception|failed|fatal|killed|stopped|exited|never joined|mismatch|deadline", re.IGNORECASE
+)
 
 
 def last_error_line(log: str) -> str:

@@ -28,7 +28,7 @@ def table(verdict: Verdict) -> str:
         metrics = worker.metrics or {}
         rows.append([worker.name, worker.status, *(_cell(metrics.get(key)) for key in columns)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in rows]
     lines.append(summary(verdict))
     lines.extend(f"  - {problem}" for problem in verdict.problems)
     return "\n".join(lines)
@@ -48,7 +48,8 @@ def as_json(verdict: Verdict) -> str:
             "passed": verdict.passed,
             "expected_workers": verdict.expected_workers,
             "workers": [
-                {"name": w.name, "status": w.status, "metrics": w.metrics, "problem": w.problem} for w in verdict.workers
+                {"name": w.name, "status": w.status, "metrics": w.metrics, "problem": w.problem}
+                for w in verdict.workers
             ],
             "differences": list(verdict.differences),
             "problems": list(verdict.problems),

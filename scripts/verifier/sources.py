@@ -22,4 +22,7 @@ def from_results_dir(
 
 def from_log_files(paths: list[Path]) -> list[WorkerReport]:
     """Saved logs: each file is one worker, named by the file's stem; exit statuses are unknown."""
-    return [WorkerReport(name=path.stem, state="log", exit_code=None, log=path.read_text(errors="replace")) for path in paths]
+    return [
+        WorkerReport(name=path.stem, state="log", exit_code=None, log=path.read_text(errors="replace"))
+        for path in paths
+    ]

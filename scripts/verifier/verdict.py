@@ -53,7 +53,9 @@ def judge(reports: list[WorkerReport], *, expected_workers: int, tolerance: floa
         )
     reporting = [outcome for outcome in outcomes if outcome.metrics is not None]
     differences = _differences(reporting, tolerance)
-    agreed = {key: value for key, value in (reporting[0].metrics if reporting else {}).items() if key not in IDENTITY_KEYS}
+    agreed = {
+        key: value for key, value in (reporting[0].metrics if reporting else {}).items() if key not in IDENTITY_KEYS
+    }
     return Verdict(
         workers=tuple(outcomes), differences=tuple(differences), metrics=agreed, expected_workers=expected_workers
     )
@@ -76,7 +78,10 @@ def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:
     if report.state == "running":
         return "running", "still running when the verifier's timeout ran out"
     if report.state == "killed":
-        return "killed", f"killed without an exit status (SIGKILL or out of memory); last line: {last_error_line(report.log)}"
+        return (
+            "killed",
+            f"killed without an exit status (SIGKILL or out of memory); last line: {last_error_line(report.log)}",
+        )
     if report.state == "log":
         return "log", None
     if report.exit_code != 0:
@@ -95,7 +100,9 @@ def _differences(reporting: list[WorkerOutcome], tolerance: float) -> list[str]:
         values = [outcome.metrics[key] for outcome in reporting]
         if not all(_same(values[0], value, tolerance) for value in values[1:]):
             shown = _show(values)
-            differences.append(f"{key} differs: " + " ".join(f"{o.name}={text}" for o, text in zip(reporting, shown)))
+            differences.append(
+                f"{key} differs: " + " ".join(f"{o.name}={text}" for o, text in zip(reporting, shown, strict=False))
+            )
     return differences
 
 

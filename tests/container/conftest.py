@@ -13,7 +13,6 @@ import pytest
 from tests.conftest import ROOT
 
 
-
 def _docker_problem() -> str | None:
     if shutil.which("docker") is None:
         return "the docker CLI is not installed"

@@ -11,7 +11,8 @@ from trainer.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
 
-JOIN = 15  # The join deadline these tests use (the default is 60 s).
+JOIN = 15  # The join deadline these tests use (the default is 60 s): long enough for one progress line.
+SHORT_JOIN = 6  # Where no progress line is asserted.
 LONG_TRAINING = {"TRAIN_EPOCHS": "100000"}  # Runs until stopped: about 40 epochs a second.
 
 
@@ -27,7 +28,7 @@ def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml"
 
 
 def now() -> datetime.datetime:
-    return datetime.datetime.now(datetime.timezone.utc)
+    return datetime.datetime.now(datetime.UTC)
 
 
 def seconds_since(moment: datetime.datetime, later: datetime.datetime) -> float:
@@ -85,10 +86,22 @@ def test_a_typo_in_the_cluster_list_names_the_host(compose_project, tmp_path):
         ({"TRAIN_EPOCHS": "4"}, "TRAIN_EPOCHS differs: worker-0:12345 has 3, worker-1:12345 has 4"),
         ({"TRAIN_STEPS_PER_EPOCH": "5"}, "TRAIN_STEPS_PER_EPOCH differs: worker-0:12345 has 4, worker-1:12345 has 5"),
         ({"TRAIN_SEED": "8"}, "TRAIN_SEED differs: worker-0:12345 has 7, worker-1:12345 has 8"),
-        ({"TRAIN_LEARNING_RATE": "0.01"}, "TRAIN_LEARNING_RATE differs: worker-0:12345 has 0.03, worker-1:12345 has 0.01"),
-        ({"TF_WORKER_PORT": "23456"}, "port of worker-0 differs: worker-0:12345 has worker-0:12345, worker-1:12345 has worker-0:23456"),
-        ({"TF_WORKER_HOSTS": "worker-0,worker-1,worker-2"}, "worker count differs: worker-0:12345 has 2, worker-1:12345 has 3"),
-        ({"TF_WORKER_HOSTS": "worker-1,worker-0", "TF_TASK_INDEX": "0"}, "worker 0's host differs: worker-0:12345 has worker-0, worker-1:12345 has worker-1"),
+        (
+            {"TRAIN_LEARNING_RATE": "0.01"},
+            "TRAIN_LEARNING_RATE differs: worker-0:12345 has 0.03, worker-1:12345 has 0.01",
+        ),
+        (
+            {"TF_WORKER_PORT": "23456"},
+            "port of worker-0 differs: worker-0:12345 has worker-0:12345, worker-1:12345 has worker-0:23456",
+        ),
+        (
+            {"TF_WORKER_HOSTS": "worker-0,worker-1,worker-2"},
+            "worker count differs: worker-0:12345 has 2, worker-1:12345 has 3",
+        ),
+        (
+            {"TF_WORKER_HOSTS": "worker-1,worker-0", "TF_TASK_INDEX": "0"},
+            "worker 0's host differs: worker-0:12345 has worker-0, worker-1:12345 has worker-1",
+        ),
     ],
     ids=["batch-size", "epochs", "steps", "seed", "learning-rate", "port", "worker-count", "cluster-order"],
 )
@@ -110,7 +123,9 @@ def test_two_workers_with_one_index(compose_project, tmp_path):
     result = project.verdict()
     assert result.returncode == ExitCode.VERIFICATION_FAILED
     assert project.exit_code("worker-1") == ExitCode.CONFIG_ERROR
-    assert "this host is worker-1, entry 1 of the cluster, but `TF_TASK_INDEX` is 0 (worker-0)" in project.logs("worker-1")
+    assert "this host is worker-1, entry 1 of the cluster, but `TF_TASK_INDEX` is 0 (worker-0)" in project.logs(
+        "worker-1"
+    )
     assert "worker-1: exited 2: trainer: config error: this host is worker-1" in result.stdout
 
 
@@ -120,7 +135,11 @@ def test_two_workers_with_one_index(compose_project, tmp_path):
 @pytest.mark.parametrize(
     ("variables", "line"),
     [
-        ({"TF_CONFIG": "{not json"}, "trainer: config error: TF_CONFIG is not valid JSON (Expecting property name enclosed in double quotes at character 1): '{not json'"),
+        (
+            {"TF_CONFIG": "{not json"},
+            "trainer: config error: TF_CONFIG is not valid JSON "
+            "(Expecting property name enclosed in double quotes at character 1): '{not json'",
+        ),
         ({"TF_TASK_INDEX": "one"}, "trainer: config error: `TF_TASK_INDEX` ('one') must be a non-negative integer"),
         ({"TRAIN_BATCH_SIZE": "0"}, "trainer: config error: `TRAIN_BATCH_SIZE` (0) must be in [1, 1000000]"),
         ({"TF_JOIN_TIMEOUT": "soon"}, "trainer: config error: `TF_JOIN_TIMEOUT` ('soon') must be a number"),
@@ -128,7 +147,9 @@ def test_two_workers_with_one_index(compose_project, tmp_path):
     ids=["tf-config-json", "index", "batch-size", "join-timeout"],
 )
 def test_bad_input_is_one_line_and_the_config_exit_code(compose_project, tmp_path, variables, line):
-    project = compose_project(override(tmp_path, {"worker-1": variables}), environment={"TF_JOIN_TIMEOUT": str(JOIN)})
+    project = compose_project(
+        override(tmp_path, {"worker-1": variables}), environment={"TF_JOIN_TIMEOUT": str(SHORT_JOIN)}
+    )
     project.compose("up", "--detach")
     assert project.wait_for_exit("worker-1") == ExitCode.CONFIG_ERROR
     assert project.logs("worker-1") == line + "\n"  # One line, no traceback.
@@ -254,7 +275,10 @@ def test_metrics_that_differ(compose_project, tmp_path):
 
 
 def test_fewer_workers_than_the_verifier_expects(compose_project, tmp_path):
-    commands = {service: f"echo '{FINAL.format(index=index, loss=0.4168)}'" for index, service in enumerate(["worker-0", "worker-1"])}
+    commands = {
+        service: f"echo '{FINAL.format(index=index, loss=0.4168)}'"
+        for index, service in enumerate(["worker-0", "worker-1"])
+    }
     expect_three = {"TF_WORKER_HOSTS": "worker-0,worker-1,worker-2", "TF_JOIN_TIMEOUT": "5"}
     result = compose_project(stand_in(tmp_path, commands, verifier=expect_three)).verdict()
     assert result.returncode == ExitCode.VERIFICATION_FAILED
@@ -270,4 +294,7 @@ def test_the_run_deadline_stops_everything_and_the_verdict_names_who_was_running
     assert time.monotonic() - started < 20 + 30
     for service in ("worker-0", "worker-1"):
         assert project.exit_code(service) == ExitCode.DEADLINE_EXCEEDED
-        assert f"{service}: exited 6: launcher | {service}:12345: still running at the 20s run deadline: stopped" in result.stdout
+        assert (
+            f"{service}: exited 6: launcher | {service}:12345: still running at the 20s run deadline: stopped"
+            in result.stdout
+        )

@@ -52,8 +52,7 @@ def test_a_worker_failing_its_training_check_fails_the_verdict(compose_project):
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout + result.stderr
     assert "verdict: FAIL: 1 problem(s)" in result.stdout
     assert (
-        "worker-1: exited 3: trainer: training check failed: final_accuracy (0.8281) is not above 0.99"
-        in result.stdout
+        "worker-1: exited 3: trainer: training check failed: final_accuracy (0.8281) is not above 0.99" in result.stdout
     )
     assert project.exit_code("worker-1") == ExitCode.TRAINING_CHECK_FAILED
     assert project.exit_code("worker-0") == 0

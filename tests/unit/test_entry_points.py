@@ -22,9 +22,7 @@ def test_verify_passes_the_tutorials_logs():
 
 def test_verify_fails_differing_logs_naming_metric_and_workers(tmp_path):
     junit = tmp_path / "verdict.xml"
-    result = run_python(
-        "scripts/verify.py", *sorted(map(str, (LOGS / "differ").glob("*.log"))), "--junit", str(junit)
-    )
+    result = run_python("scripts/verify.py", *sorted(map(str, (LOGS / "differ").glob("*.log"))), "--junit", str(junit))
     assert result.returncode == ExitCode.VERIFICATION_FAILED
     assert "final_loss differs: worker-0=0.4168 worker-1=0.4170" in result.stdout
     assert "final_loss differs" in junit.read_text()
@@ -38,7 +36,9 @@ def test_verify_json_output(tmp_path):
 
 def test_verify_expects_the_clusters_workers():
     env = {**os.environ, "TF_WORKER_HOSTS": "worker-0,worker-1,worker-2"}
-    result = run_python("scripts/verify.py", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log"), env=env)
+    result = run_python(
+        "scripts/verify.py", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log"), env=env
+    )
     assert result.returncode == ExitCode.VERIFICATION_FAILED
     assert "only 2 of 3 expected workers reported" in result.stdout
     assert "replicas=2, expected 3" in result.stdout

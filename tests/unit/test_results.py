@@ -102,7 +102,13 @@ def test_verify_waits_on_a_results_directory(tmp_path):
         "TF_RESULTS_DIR": str(tmp_path),
         "TF_RENDEZVOUS_PORT": str(free_port()),
     }
-    subprocess.run([sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", program], cwd=ROOT, env=env, check=True, timeout=30)
+    subprocess.run(
+        [sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", program],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=30,
+    )
     result = run_python("scripts/verify.py", "--results", str(tmp_path), "--workers", "solo", "--timeout", "5")
     assert result.returncode == 0, result.stdout
     assert "verdict: PASS: 1 of 1 workers agree: replicas=1 final_loss=0.5000" in result.stdout

@@ -19,7 +19,7 @@ SLEEPER = [sys.executable, "-c", "print('training', flush=True); import time; ti
 def cluster():
     """Starts launchers of one loopback cluster; kills whatever is left of them after the test."""
     ports = [free_port(), free_port()]
-    base = free_port()
+    base = free_port(3)  # Side ports of up to three workers on one host: base, base + 1, base + 2.
     launched = []
 
     def start(index, command=SLEEPER, **variables):
@@ -71,7 +71,10 @@ def test_agreeing_workers_start_their_programs(cluster):
         ({"TRAIN_SEED": "8"}, "TRAIN_SEED differs"),
         ({"TRAIN_EPOCHS": "4"}, "TRAIN_EPOCHS differs"),
         ({"TRAIN_STEPS_PER_EPOCH": "5"}, "TRAIN_STEPS_PER_EPOCH differs"),
-        ({"TRAIN_LEARNING_RATE": "0.01"}, "TRAIN_LEARNING_RATE differs: 127.0.0.1:{0} has 0.03, 127.0.0.1:{1} has 0.01"),
+        (
+            {"TRAIN_LEARNING_RATE": "0.01"},
+            "TRAIN_LEARNING_RATE differs: 127.0.0.1:{0} has 0.03, 127.0.0.1:{1} has 0.01",
+        ),
     ],
 )
 def test_differing_training_settings_stop_both_workers_before_training(cluster, variables, message):

@@ -4,7 +4,10 @@ import xml.etree.ElementTree as ElementTree
 from verifier import render
 from verifier.verdict import WorkerReport, judge
 
-GOOD = '{{"event": "final", "worker": {index}, "workers": 2, "replicas": 2, "final_loss": {loss}, "final_accuracy": 0.828125}}'
+GOOD = (
+    '{{"event": "final", "worker": {index}, "workers": 2, "replicas": 2, '
+    '"final_loss": {loss}, "final_accuracy": 0.828125}}'
+)
 
 
 def report(index, *, state="exited", exit_code=0, loss=0.4167739450931549, log=None):
