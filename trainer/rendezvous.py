@@ -32,7 +32,10 @@ class Fingerprint:
 
     @classmethod
     def of(cls, cluster: Cluster, settings: TrainingSettings) -> "Fingerprint":
-        named = {_SETTING_NAMES.get(key, key): value for key, value in dataclasses.asdict(settings).items()}
+        # Only what changes the computation: the accuracy pass mark is each worker's own check.
+        named = {
+            _SETTING_NAMES[key]: value for key, value in dataclasses.asdict(settings).items() if key in _SETTING_NAMES
+        }
         return cls(workers=cluster.workers, index=cluster.index, settings=named)
 
     def to_json(self) -> str:
@@ -49,7 +52,6 @@ _SETTING_NAMES = {
     "per_worker_batch_size": "TRAIN_BATCH_SIZE",
     "learning_rate": "TRAIN_LEARNING_RATE",
     "seed": "TRAIN_SEED",
-    "min_accuracy": "TRAIN_MIN_ACCURACY",
 }
 
 

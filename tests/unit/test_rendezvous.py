@@ -42,3 +42,7 @@ def test_side_ports_are_shared_across_hosts_and_distinct_on_one_host():
     assert [rendezvous_port(containers, position, 12399) for position in (0, 1)] == [12399, 12399]
     loopback = from_template("127.0.0.1:1,127.0.0.1:2,127.0.0.2:3", 0)
     assert [rendezvous_port(loopback, position, 12399) for position in (0, 1, 2)] == [12399, 12400, 12399]
+
+
+def test_the_accuracy_pass_mark_is_each_workers_own():
+    assert compare(fingerprint(), fingerprint(index=1, min_accuracy=0.9)) == []
