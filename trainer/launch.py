@@ -30,13 +30,8 @@ def main(argv: list[str]) -> int:
         _check_rendezvous_port(cluster, launch.rendezvous_port)
         _check_identity(cluster, socket.gethostname())
     except ValueError as error:
-        message = f"trainer: config error: {error}"
-        print(message, file=sys.stderr, flush=True)
-        if results_dir:
-            recorder = Recorder(WorkerFiles(Path(results_dir), socket.gethostname()))
-            recorder.log_line(message + "\n")
-            recorder.finish(ExitCode.CONFIG_ERROR)
-        return ExitCode.CONFIG_ERROR
+        name = socket.gethostname()
+        return _config_error(str(error), Recorder(WorkerFiles(Path(results_dir), name)) if results_dir else None)
 
     recorder = Recorder(WorkerFiles(Path(launch.results_dir), cluster.host)) if launch.results_dir else None
     try:
@@ -48,15 +43,20 @@ def main(argv: list[str]) -> int:
             recorder=recorder,
         )
     except OSError as error:  # The rendezvous port is taken, most likely.
-        message = f"trainer: config error: cannot serve the rendezvous on port {launch.rendezvous_port}: {error}"
-        print(message, file=sys.stderr, flush=True)
-        if recorder:
-            recorder.log_line(message + "\n")
-            recorder.finish(ExitCode.CONFIG_ERROR)
-        return ExitCode.CONFIG_ERROR
+        return _config_error(f"cannot serve the rendezvous on port {launch.rendezvous_port}: {error}", recorder)
     signal.signal(signal.SIGTERM, supervisor.handle_signal)
     signal.signal(signal.SIGINT, supervisor.handle_signal)
     return supervisor.run(command, {**os.environ, "TF_CONFIG": cluster.tf_config_json()})
+
+
+def _config_error(reason: str, recorder: Recorder | None) -> int:
+    """One line on stderr (and in the results, for the verifier), and the config-error exit code."""
+    message = f"trainer: config error: {reason}"
+    print(message, file=sys.stderr, flush=True)
+    if recorder:
+        recorder.log_line(message + "\n")
+        recorder.finish(ExitCode.CONFIG_ERROR)
+    return ExitCode.CONFIG_ERROR
 
 
 def _check_rendezvous_port(cluster: cluster_config.Cluster, base: int) -> None:
