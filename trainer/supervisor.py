@@ -219,6 +219,8 @@ class Supervisor:
             code, message = self._kill_reason
             self.say(message)
             return code
+        if exit_code in (ExitCode.CONFIG_ERROR, ExitCode.TRAINING_CHECK_FAILED):
+            return exit_code  # The program's own verdict on itself, whatever its peers did since.
         if exit_code != 0:
             lost = self._lost or self._probe_peers()
             if lost:
@@ -283,7 +285,8 @@ class Supervisor:
         """After the program failed: asks every peer at once whether it is gone or failed."""
         lost = {}
         for watch in self._watches:
-            if watch.position in self._finished:
+            # A peer seen ending well is not lost, even if it is gone before this question.
+            if watch.position in self._finished or (watch.latest and watch.latest.state == "exited 0"):
                 continue
             port = rendezvous.rendezvous_port(self._cluster, watch.position, self._base_port)
             try:

@@ -136,3 +136,12 @@ def test_sigterm_while_waiting_for_peers_ends_the_worker_at_once(cluster):
     assert code == ExitCode.TERMINATED
     assert "received SIGTERM, stopping" in output
     assert elapsed < 5
+
+
+def test_a_failed_training_check_is_reported_as_such_after_the_peer_has_gone(cluster):
+    finishes_well = [sys.executable, "-c", "print('trained')"]
+    fails_its_check_later = [sys.executable, "-c", "import time; time.sleep(5); raise SystemExit(3)"]
+    workers = [cluster(0, finishes_well), cluster(1, fails_its_check_later)]
+    assert finish(workers[0])[0] == 0
+    code, output, _ = finish(workers[1])
+    assert code == ExitCode.TRAINING_CHECK_FAILED, output  # Not "peer lost": the peer ended well.
