@@ -31,7 +31,7 @@ class PeerWatch:
         self.position = position
         self.address = address
         self.interval = 0.2  # While meeting peers; the supervisor slows it to a heartbeat later.
-        self._port = port
+        self.port = port
         self._me = me
         self._timeout = timeout
         self._latest: Observation | None = None
@@ -52,7 +52,7 @@ class PeerWatch:
             started = time.monotonic()
             try:
                 fingerprint, state = rendezvous.fetch(
-                    host_of(self.address), self._port, me=self._me, timeout=self._timeout
+                    host_of(self.address), self.port, me=self._me, timeout=self._timeout
                 )
                 misses = 0
                 self._latest = Observation(fingerprint, state, None, 0)

@@ -17,7 +17,7 @@ import urllib.parse
 import urllib.request
 
 from trainer.cluster import Cluster, host_of
-from trainer.settings import TrainingSettings
+from trainer.settings import ENV_NAMES, TrainingSettings
 
 DEFAULT_PORT = 12399
 
@@ -33,26 +33,15 @@ class Fingerprint:
     @classmethod
     def of(cls, cluster: Cluster, settings: TrainingSettings) -> "Fingerprint":
         # Only what changes the computation: the accuracy pass mark is each worker's own check.
-        named = {
-            _SETTING_NAMES[key]: value for key, value in dataclasses.asdict(settings).items() if key in _SETTING_NAMES
-        }
+        named = {ENV_NAMES[key]: value for key, value in dataclasses.asdict(settings).items() if key != "min_accuracy"}
         return cls(workers=cluster.workers, index=cluster.index, settings=named)
 
-    def to_json(self) -> str:
-        return json.dumps({"workers": list(self.workers), "index": self.index, "settings": self.settings})
+    def to_record(self) -> dict:
+        return {"workers": list(self.workers), "index": self.index, "settings": self.settings}
 
     @classmethod
     def from_record(cls, record: dict) -> "Fingerprint":
         return cls(workers=tuple(record["workers"]), index=record["index"], settings=record["settings"])
-
-
-_SETTING_NAMES = {
-    "epochs": "TRAIN_EPOCHS",
-    "steps_per_epoch": "TRAIN_STEPS_PER_EPOCH",
-    "per_worker_batch_size": "TRAIN_BATCH_SIZE",
-    "learning_rate": "TRAIN_LEARNING_RATE",
-    "seed": "TRAIN_SEED",
-}
 
 
 def differences(mine: Fingerprint, theirs: Fingerprint, *, me: str, peer: str, expected_index: int) -> list[str]:
@@ -98,7 +87,7 @@ class Server:
         self._state = "waiting"
         self._seen_by: set[int] = set()
         self._changed = threading.Condition()
-        body = fingerprint.to_json()
+        record = fingerprint.to_record()
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -107,7 +96,7 @@ class Server:
             def do_GET(self):
                 query = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
                 state = server._state
-                payload = json.dumps({"fingerprint": json.loads(body), "state": state}).encode()
+                payload = json.dumps({"fingerprint": record, "state": state}).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

@@ -21,7 +21,7 @@ class TrainingSettings:
         for name in ("epochs", "steps_per_epoch", "per_worker_batch_size"):
             value = getattr(self, name)
             if not 1 <= value <= 1_000_000:
-                raise ValueError(f"`{_ENV_NAMES[name]}` ({value}) must be in [1, 1000000]")
+                raise ValueError(f"`{ENV_NAMES[name]}` ({value}) must be in [1, 1000000]")
         if not 0 <= self.seed < 2**31:
             raise ValueError(f"`TRAIN_SEED` ({self.seed}) must be in [0, 2147483648)")
         if not (math.isfinite(self.learning_rate) and 0 < self.learning_rate <= 10):
@@ -40,14 +40,15 @@ class TrainingSettings:
     def from_env(cls, environ: Mapping[str, str]) -> "TrainingSettings":
         values = {}
         for field in dataclasses.fields(cls):
-            name = _ENV_NAMES[field.name]
+            name = ENV_NAMES[field.name]
             text = environ.get(name, "").strip()
             if text:
                 values[field.name] = _parse(name, text, field.type)
         return cls(**values)
 
 
-_ENV_NAMES = {
+# The environment variable of each training setting.
+ENV_NAMES = {
     "epochs": "TRAIN_EPOCHS",
     "steps_per_epoch": "TRAIN_STEPS_PER_EPOCH",
     "per_worker_batch_size": "TRAIN_BATCH_SIZE",

@@ -288,9 +288,8 @@ class Supervisor:
             # A peer seen ending well is not lost, even if it is gone before this question.
             if watch.position in self._finished or (watch.latest and watch.latest.state == "exited 0"):
                 continue
-            port = rendezvous.rendezvous_port(self._cluster, watch.position, self._base_port)
             try:
-                _, state = rendezvous.fetch(host_of(watch.address), port, me=self._cluster.index, timeout=1.0)
+                _, state = rendezvous.fetch(host_of(watch.address), watch.port, me=self._cluster.index, timeout=1.0)
             except rendezvous.PeerUnavailable as unavailable:
                 lost[watch.address] = str(unavailable)
                 continue
