@@ -80,3 +80,23 @@ def test_the_tutorials_unchanged_program_runs_and_verifies_from_its_saved_logs(c
     differing = subprocess.run(verify, cwd=ROOT, capture_output=True, text=True, timeout=30)
     assert differing.returncode == ExitCode.VERIFICATION_FAILED
     assert "final_loss differs: worker-0=0.4168 worker-1=0.4170" in differing.stdout
+
+
+def test_the_image_holds_nothing_training_never_opens(docker):
+    # The slimming of docker/Dockerfile: a rebuilt image that brought any of these back would be
+    # both larger and slower to rebuild (docs/benchmark.md).
+    site = "/opt/venv/lib/python3.11/site-packages"
+    script = (
+        f"for path in {site}/tensorflow/include {site}/clang {site}/pip {site}/setuptools {site}/wheel "
+        f"/opt/venv/bin/pip /usr/share/man/man1 /usr/share/locale/de; do test -e $path && echo present: $path; done; "
+        f"find {site} -type d -name tests | sed 's/^/present: /'; "
+        f"test -s {site}/tensorflow/libtensorflow_cc.so.2 || echo missing: libtensorflow_cc"
+    )
+    listed = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", "--entrypoint", "sh", "tfcluster:latest", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout == "", listed.stdout
