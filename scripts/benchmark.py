@@ -17,10 +17,14 @@ import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import workers as cluster_override  # noqa: E402 - scripts/ is not a package.
+
 DOCS = ROOT / "docs"
 IMAGE = "tfcluster:latest"
 PROJECT = "tfc-bench"
@@ -29,45 +33,108 @@ PROJECT = "tfc-bench"
 OFFICIAL_IMAGE_BYTES = 1.76e9
 NAIVE_IMAGE_BYTES = 2.13e9
 EDITED_FILE = ROOT / "trainer" / "report.py"
+ALLREDUCE_MIB = (1, 16, 64)
+SCALING_WORKERS = (1, 2, 4)
+TARGETS = {
+    "compose_over_bare": 1.10,
+    "image_bytes": 1.40e9,
+    "rebuild_after_edit_seconds": 10.0,
+    "allreduce_container_over_process": 0.85,
+}
+# The all-reduce program in place of the trainer, on the two workers of compose.yaml.
+ALLREDUCE_OVERRIDE = """services:
+  worker-0: {command: [python, -m, trainer.allreduce]}
+  worker-1: {command: [python, -m, trainer.allreduce]}
+"""
 
 
-def compose(*arguments: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        ["docker", "compose", "-p", PROJECT, *arguments], cwd=ROOT, capture_output=True, text=True, check=check
-    )
+def compose(*arguments: str, files: tuple[Path, ...] = (), check: bool = True) -> subprocess.CompletedProcess:
+    command = ["docker", "compose", "-p", PROJECT, "-f", str(ROOT / "compose.yaml")]
+    for file in files:
+        command += ["-f", str(file)]
+    return subprocess.run([*command, *arguments], cwd=ROOT, capture_output=True, text=True, check=check)
 
 
-def time_compose_run() -> float:
+def time_compose_run(workers: int = 2) -> float:
     """Seconds from `docker compose up` to the verifier's verdict, with the image built."""
-    compose("down", "--volumes", "--timeout", "1")
-    started = time.monotonic()
-    result = compose("up", "--exit-code-from", "verifier", "verifier", check=False)
-    elapsed = time.monotonic() - started
-    compose("down", "--volumes", "--timeout", "1")
+    with tempfile.TemporaryDirectory() as directory:
+        files: tuple[Path, ...] = ()
+        if workers != cluster_override.DEFAULT_WORKERS:
+            override = Path(directory) / "workers.yaml"
+            override.write_text(cluster_override.render(workers, base_file=str(ROOT / "compose.yaml")))
+            files = (override,)
+        compose("down", "--volumes", "--timeout", "1", files=files)
+        started = time.monotonic()
+        result = compose("up", "--exit-code-from", "verifier", "verifier", files=files, check=False)
+        elapsed = time.monotonic() - started
+        compose("down", "--volumes", "--timeout", "1", files=files)
     if result.returncode != 0:
-        raise RuntimeError(f"the Compose run failed (exit {result.returncode}):\n{result.stdout}")
+        raise RuntimeError(f"the {workers}-worker Compose run failed (exit {result.returncode}):\n{result.stdout}")
     return elapsed
 
 
-def time_bare_processes() -> float:
-    """Seconds for the tutorial's launch: two `python -m trainer` processes on 127.0.0.1 ports."""
+def bare_processes(module: str) -> list[str]:
+    """The tutorial's launch: two `python -m MODULE` processes on 127.0.0.1 ports; their outputs."""
     ports = [_free_port(), _free_port()]
     cluster = [f"127.0.0.1:{port}" for port in ports]
-    started = time.monotonic()
     processes = []
     for index in range(2):
         tf_config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
         environment = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "PYTHONPATH": str(ROOT)}
         processes.append(
             subprocess.Popen(
-                [sys.executable, "-m", "trainer"], cwd=ROOT, env=environment, stdout=subprocess.PIPE, text=True
+                [sys.executable, "-m", module],
+                cwd=ROOT,
+                env=environment,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
             )
         )
     outputs = [process.communicate(timeout=300)[0] for process in processes]
+    if any(process.returncode != 0 for process in processes):
+        raise RuntimeError(f"the bare-process run of {module} failed: {outputs}")
+    return outputs
+
+
+def time_bare_processes() -> float:
+    started = time.monotonic()
+    outputs = bare_processes("trainer")
     elapsed = time.monotonic() - started
-    if any(process.returncode != 0 for process in processes) or not all("final_loss=0.4168" in o for o in outputs):
-        raise RuntimeError(f"the bare-process run failed: {outputs}")
+    if not all("final_loss=0.4168" in output for output in outputs):
+        raise RuntimeError(f"the bare-process run gave other figures: {outputs}")
     return elapsed
+
+
+def allreduce_figures(output: str) -> dict[int, float]:
+    """MB/s by size in MiB, from worker 0's JSON lines."""
+    figures = {}
+    for line in output.splitlines():
+        if line.startswith("{") and '"event": "allreduce"' in line:
+            record = json.loads(line)
+            figures[record["mib"]] = record["mb_per_s"]
+    if sorted(figures) != sorted(ALLREDUCE_MIB):
+        raise RuntimeError(f"the all-reduce run reported sizes {sorted(figures)}:\n{output}")
+    return figures
+
+
+def allreduce_bare() -> dict[int, float]:
+    return allreduce_figures(bare_processes("trainer.allreduce")[0])
+
+
+def allreduce_containers() -> dict[int, float]:
+    with tempfile.TemporaryDirectory() as directory:
+        override = Path(directory) / "allreduce.yaml"
+        override.write_text(ALLREDUCE_OVERRIDE)
+        files = (override,)
+        compose("down", "--volumes", "--timeout", "1", files=files)
+        try:
+            # No verifier: this program reports figures, not training metrics.
+            compose("up", "worker-0", "worker-1", files=files, check=False)
+            output = compose("logs", "--no-log-prefix", "worker-0", files=files).stdout
+        finally:
+            compose("down", "--volumes", "--timeout", "1", files=files)
+    return allreduce_figures(output)
 
 
 def time_rebuild_after_edit() -> tuple[float, float]:
@@ -99,48 +166,69 @@ def _free_port() -> int:
 
 
 def measure(runs: int) -> dict:
-    compose_seconds, bare_seconds, rebuild_seconds, edit_to_verdict = [], [], [], []
+    samples: dict[str, list[float]] = {
+        "bare_processes_seconds": [],
+        "compose_seconds": [],
+        "rebuild_after_edit_seconds": [],
+        "edit_to_verdict_seconds": [],
+    }
+    scaling: dict[int, list[float]] = {workers: [] for workers in SCALING_WORKERS}
+    allreduce: dict[str, dict[int, list[float]]] = {
+        side: {mib: [] for mib in ALLREDUCE_MIB} for side in ("processes", "containers")
+    }
     for run in range(runs):
         # Alternating, so that a slow spell of the machine falls on both sides alike.
-        bare_seconds.append(time_bare_processes())
-        compose_seconds.append(time_compose_run())
+        samples["bare_processes_seconds"].append(time_bare_processes())
+        samples["compose_seconds"].append(time_compose_run())
         rebuilt, total = time_rebuild_after_edit()
-        rebuild_seconds.append(rebuilt)
-        edit_to_verdict.append(total)
+        samples["rebuild_after_edit_seconds"].append(rebuilt)
+        samples["edit_to_verdict_seconds"].append(total)
+        for workers in SCALING_WORKERS:
+            # The two-worker case is the Compose run above; timing it twice would add nothing.
+            scaling[workers].append(samples["compose_seconds"][-1] if workers == 2 else time_compose_run(workers))
+        for side, measure_side in (("processes", allreduce_bare), ("containers", allreduce_containers)):
+            for mib, figure in measure_side().items():
+                allreduce[side][mib].append(figure)
         print(
-            f"run {run + 1}/{runs}: bare {bare_seconds[-1]:.2f}s  compose {compose_seconds[-1]:.2f}s  "
-            f"rebuild {rebuilt:.2f}s  edit-to-verdict {total:.2f}s",
+            f"run {run + 1}/{runs}: bare {samples['bare_processes_seconds'][-1]:.2f}s  "
+            f"compose {samples['compose_seconds'][-1]:.2f}s  rebuild {rebuilt:.2f}s  edit-to-verdict {total:.2f}s  "
+            + "  ".join(f"{workers}w {scaling[workers][-1]:.2f}s" for workers in SCALING_WORKERS)
+            + "  all-reduce MB/s "
+            + " ".join(
+                f"{mib}MiB {allreduce['processes'][mib][-1]:.0f}/{allreduce['containers'][mib][-1]:.0f}"
+                for mib in ALLREDUCE_MIB
+            ),
             flush=True,
         )
     size = image_bytes()
-    medians = {
-        "bare_processes_seconds": statistics.median(bare_seconds),
-        "compose_seconds": statistics.median(compose_seconds),
-        "rebuild_after_edit_seconds": statistics.median(rebuild_seconds),
-        "edit_to_verdict_seconds": statistics.median(edit_to_verdict),
+    medians = {key: statistics.median(values) for key, values in samples.items()}
+    allreduce_medians = {
+        side: {str(mib): statistics.median(values) for mib, values in by_size.items()}
+        for side, by_size in allreduce.items()
     }
     return {
         "event": "benchmark",
         "when": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "runs": runs,
-        "samples": {
-            "bare_processes_seconds": bare_seconds,
-            "compose_seconds": compose_seconds,
-            "rebuild_after_edit_seconds": rebuild_seconds,
-            "edit_to_verdict_seconds": edit_to_verdict,
-        },
+        "samples": samples,
         "medians": medians,
         "image_bytes": size,
+        "scaling_seconds": {str(workers): statistics.median(values) for workers, values in scaling.items()},
+        "scaling_samples": {str(workers): values for workers, values in scaling.items()},
+        "allreduce_mb_per_s": allreduce_medians,
+        "allreduce_samples": {
+            side: {str(mib): values for mib, values in by_size.items()} for side, by_size in allreduce.items()
+        },
         "ratios": {
             "compose_over_bare": medians["compose_seconds"] / medians["bare_processes_seconds"],
             "image_over_official": size / OFFICIAL_IMAGE_BYTES,
             "image_over_naive": size / NAIVE_IMAGE_BYTES,
+            "allreduce_container_over_process": {
+                str(mib): allreduce_medians["containers"][str(mib)] / allreduce_medians["processes"][str(mib)]
+                for mib in ALLREDUCE_MIB
+            },
         },
-        "targets": {
-            "compose_over_bare": 1.10,
-            "image_bytes": 1.40e9,
-            "rebuild_after_edit_seconds": 10.0,
-        },
+        "targets": TARGETS,
     }
 
 
@@ -173,6 +261,21 @@ def table(result: dict) -> str:
         ),
         ("Edit to verdict (rebuild + Compose run)", f"{medians['edit_to_verdict_seconds']:.2f} s", "", ""),
     ]
+    allreduce, target = result["allreduce_mb_per_s"], targets["allreduce_container_over_process"]
+    for mib, ratio in ratios["allreduce_container_over_process"].items():
+        rows.append(
+            (
+                f"All-reduce {mib} MiB, containers (processes)",
+                f"{allreduce['containers'][mib]:.0f} MB/s ({allreduce['processes'][mib]:.0f} MB/s)",
+                f"{ratio:.2f} x processes",
+                f">= {target:.2f} x: {verdict(ratio >= target)}",
+            )
+        )
+    two = result["scaling_seconds"]["2"]
+    for workers, seconds in result["scaling_seconds"].items():
+        rows.append(
+            (f"Time to verdict, {workers} worker(s) in Compose", f"{seconds:.2f} s", f"{seconds / two:.2f} x 2", "")
+        )
     lines = [
         f"Medians of {result['runs']} alternating runs, {result['when']}.",
         "",
@@ -182,10 +285,13 @@ def table(result: dict) -> str:
     lines += [f"| {name} | {value} | {ratio} | {target} |" for name, value, ratio, target in rows]
     lines += [
         "",
-        "The bare-process side is `python -m trainer` twice with TF_CONFIG on 127.0.0.1 ports (no launcher);",
-        "the Compose side is `docker compose up --exit-code-from verifier verifier`, rendezvous and verifier",
-        "included. The official image and the naive single-stage build are published figures, not measured",
-        "here. Not measured yet: all-reduce throughput between containers, and scaling to 1, 2 and 4 workers.",
+        "The bare-process side is `python -m trainer` (or `python -m trainer.allreduce`) twice with TF_CONFIG",
+        "on 127.0.0.1 ports (no launcher); the Compose side is `docker compose up --exit-code-from verifier",
+        "verifier`, rendezvous and verifier included. All-reduce: MB/s is the tensor's size over the median",
+        "time of one all-reduce of float32 ones between the two workers (worker 0's figure). Scaling: the",
+        "same training with 1, 2 and 4 workers (scripts/workers.py), each worker taking the same per-worker",
+        "batch, on this machine's 2 cores. The official image and the naive single-stage build are",
+        "published figures, not measured here.",
         "",
         "![benchmark chart](benchmark.png)",
     ]
@@ -199,12 +305,33 @@ def chart(result: dict, path: Path) -> None:
     import matplotlib.pyplot as pyplot
 
     samples = result["samples"]
-    labels = ["bare processes", "Compose cluster", "rebuild after edit", "edit to verdict"]
+    labels = ["bare\nprocesses", "Compose\ncluster", "rebuild\nafter edit", "edit to\nverdict"]
     keys = ["bare_processes_seconds", "compose_seconds", "rebuild_after_edit_seconds", "edit_to_verdict_seconds"]
-    figure, axes = pyplot.subplots(figsize=(8, 4))
-    axes.boxplot([samples[key] for key in keys], tick_labels=labels)
-    axes.set_ylabel("seconds")
-    axes.set_title(f"tfcluster benchmark, {result['runs']} runs each ({result['when']})")
+    figure, (times, scaling, allreduce) = pyplot.subplots(1, 3, figsize=(14, 4.5))
+    times.boxplot([samples[key] for key in keys], tick_labels=labels)
+    times.set_ylabel("seconds")
+    times.set_title("time to verdict and edit loop")
+
+    workers = sorted(result["scaling_samples"], key=int)
+    scaling.boxplot([result["scaling_samples"][count] for count in workers], tick_labels=workers)
+    scaling.set_xlabel("workers")
+    scaling.set_ylabel("seconds to verdict")
+    scaling.set_title("scaling (Compose)")
+
+    sizes = [str(mib) for mib in ALLREDUCE_MIB]
+    positions = range(len(sizes))
+    for offset, side in ((-0.2, "processes"), (0.2, "containers")):
+        allreduce.bar(
+            [position + offset for position in positions],
+            [result["allreduce_mb_per_s"][side][size] for size in sizes],
+            width=0.4,
+            label=side,
+        )
+    allreduce.set_xticks(list(positions), [f"{size} MiB" for size in sizes])
+    allreduce.set_ylabel("MB/s")
+    allreduce.set_title("all-reduce throughput, 2 workers")
+    allreduce.legend()
+    figure.suptitle(f"tfcluster benchmark, medians of {result['runs']} runs ({result['when']})")
     figure.tight_layout()
     figure.savefig(path, dpi=100)
 

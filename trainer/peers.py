@@ -27,10 +27,10 @@ class Observation:
 
 
 class PeerWatch:
-    def __init__(self, *, position: int, address: str, port: int, me: int, timeout: float):
+    def __init__(self, *, position: int, address: str, port: int, me: int, timeout: float, interval: float):
         self.position = position
         self.address = address
-        self.interval = 0.2  # While meeting peers; the supervisor slows it to a heartbeat later.
+        self.interval = interval  # While meeting peers; the supervisor slows it to a heartbeat later.
         self.port = port
         self._me = me
         self._timeout = timeout

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, run_python
 from trainer.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
@@ -35,6 +35,27 @@ def test_two_workers_train_in_sync_and_the_verifier_passes(compose_project):
         check=True,
     )
     assert network.stdout.strip() == "true"
+
+
+@pytest.mark.parametrize("count", [1, 3, 4])
+def test_any_number_of_workers_trains_in_sync(compose_project, tmp_path, count):
+    override = tmp_path / "workers.yaml"
+    rendered = run_python("scripts/workers.py", str(count), "--output", str(override))
+    assert rendered.returncode == 0, rendered.stderr
+    # The rendered file names compose.yaml relative to itself: point it at the project's.
+    override.write_text(override.read_text().replace("file: compose.yaml", f"file: {ROOT / 'compose.yaml'}"))
+    project = compose_project(str(override))
+    result = project.verdict(timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"verdict: PASS: {count} of {count} workers agree: replicas={count} " in result.stdout
+    finals = {}
+    for index in range(count):
+        assert project.state(f"worker-{index}")["Config"]["Hostname"] == f"worker-{index}"
+        (line,) = [line for line in project.logs(f"worker-{index}").splitlines() if line.startswith("worker=")]
+        finals[index] = line.split(" ", 1)[1]
+    # Identical figures on every worker (only the worker number differs), for as many as were asked.
+    assert len(set(finals.values())) == 1, finals
+    assert finals[0].startswith(f"replicas={count} ")
 
 
 def test_plain_compose_up_ends_with_the_verdict_in_the_logs(compose_project):

@@ -145,3 +145,12 @@ def test_a_failed_training_check_is_reported_as_such_after_the_peer_has_gone(clu
     assert finish(workers[0])[0] == 0
     code, output, _ = finish(workers[1])
     assert code == ExitCode.TRAINING_CHECK_FAILED, output  # Not "peer lost": the peer ended well.
+
+
+def test_peers_are_asked_often_while_meeting_and_less_often_in_larger_clusters():
+    from trainer.supervisor import meeting_interval
+
+    assert meeting_interval(1) == 0.05
+    assert meeting_interval(3) == pytest.approx(0.15)
+    assert meeting_interval(4) == 0.2
+    assert meeting_interval(15) == 0.2

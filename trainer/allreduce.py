@@ -1,0 +1,85 @@
+"""All-reduce throughput between the workers: `python -m trainer.allreduce [MiB ...]`.
+
+The benchmark (scripts/benchmark.py) runs this in place of the trainer, in the Compose cluster
+and as bare processes, to compare what the network between containers costs the collectives the
+training depends on. Each worker prints one JSON line per size:
+
+  {"event": "allreduce", "worker": 0, "workers": 2, "mib": 16, "rounds": 10, "seconds": [...],
+   "mb_per_s": 412.3}
+
+`mb_per_s` is the tensor's size (10^6 bytes) over the median time of one all-reduce, each
+replica contributing that whole tensor (the "algorithm bandwidth" of NCCL's tests).
+"""
+
+import json
+import os
+import statistics
+import sys
+import time
+
+from trainer import cluster as cluster_config
+from trainer.exitcodes import ExitCode
+
+DEFAULT_SIZES_MIB = (1, 16, 64)
+# Enough rounds for a stable median without making the 64 MiB case the whole benchmark.
+ROUNDS = {1: 30, 16: 10, 64: 5}
+
+
+def rounds_for(mib: int) -> int:
+    return ROUNDS.get(mib, max(3, 64 // max(mib, 1)))
+
+
+def main(argv: list[str]) -> int:
+    try:
+        sizes = [int(word) for word in argv] or list(DEFAULT_SIZES_MIB)
+        if any(size < 1 for size in sizes):
+            raise ValueError(f"sizes must be whole MiB of at least 1, got {' '.join(argv)}")
+        cluster = cluster_config.from_env(os.environ)
+    except ValueError as error:
+        print(f"allreduce: config error: {error}", file=sys.stderr, flush=True)
+        return ExitCode.CONFIG_ERROR
+    os.environ["TF_CONFIG"] = cluster.tf_config_json()
+    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+    import tensorflow as tf  # Seconds: only after the arguments are known to be good.
+
+    strategy = tf.distribute.MultiWorkerMirroredStrategy()
+
+    for mib in sizes:
+        elements = mib * 1024 * 1024 // 4
+
+        # As the gradients are in training: made on the replica, summed across the workers there.
+        @tf.function
+        def all_reduce(elements=elements):
+            def replica():
+                value = tf.fill([elements], 1.0)
+                return tf.distribute.get_replica_context().all_reduce(tf.distribute.ReduceOp.SUM, value)
+
+            return strategy.run(replica)
+
+        total = float(all_reduce()[0])  # Warm-up: traces the function and sets up the collective.
+        if total != float(cluster.size):
+            print(f"allreduce: wrong sum {total}, expected {cluster.size}", file=sys.stderr, flush=True)
+            return ExitCode.TRAINING_CHECK_FAILED
+        seconds = []
+        for _ in range(rounds_for(mib)):
+            started = time.perf_counter()
+            all_reduce()[0].numpy()  # .numpy() waits for the collective to finish.
+            seconds.append(time.perf_counter() - started)
+        median = statistics.median(seconds)
+        line = {
+            "event": "allreduce",
+            "worker": cluster.index,
+            "workers": cluster.size,
+            "mib": mib,
+            "rounds": len(seconds),
+            "seconds": [round(value, 6) for value in seconds],
+            "mb_per_s": round(mib * 1024 * 1024 / 1e6 / median, 1),
+        }
+        print(json.dumps(line), flush=True)
+    return ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
