@@ -85,3 +85,11 @@ def test_trainer_rejects_a_bad_training_setting():
     result = run_python("-m", "trainer", env=env)
     assert result.returncode == ExitCode.CONFIG_ERROR
     assert result.stderr == "trainer: config error: `TRAIN_EPOCHS` ('x') must be an integer\n"
+
+
+@pytest.mark.parametrize("size", ["0", "x", "1.5"])
+def test_allreduce_names_a_bad_size_in_one_line(size):
+    env = {"PATH": os.environ["PATH"], "TF_WORKER_HOSTS": "worker-0", "TF_TASK_INDEX": "0"}
+    result = run_python("-m", "trainer.allreduce", "16", size, env=env)
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert result.stderr == f"allreduce: config error: a size must be a whole number of MiB, at least 1, got '{size}'\n"
