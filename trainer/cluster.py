@@ -137,7 +137,26 @@ def from_env(environ: Mapping[str, str]) -> Cluster:
     port_text = environ.get("TF_WORKER_PORT", str(DEFAULT_PORT))
     if not port_text.strip().isdigit() or not 1 <= int(port_text) <= 65535:
         raise ValueError(f"`TF_WORKER_PORT` ({port_text!r}) must be an integer in [1, 65535]")
-    if "TF_TASK_INDEX" not in environ:
-        raise ValueError("`TF_TASK_INDEX` is not set: each worker needs its index in the cluster")
-    index = parse_index(environ["TF_TASK_INDEX"])
-    return from_template(hosts, index, default_port=int(port_text))
+    index, index_name = task_index(environ)
+    return from_template(hosts, index, default_port=int(port_text), index_name=index_name)
+
+
+def task_index(environ: Mapping[str, str]) -> tuple[int, str]:
+    """This worker's index, and the variable it came from: the one thing that differs per worker.
+
+    Compose sets TF_TASK_INDEX per service; a Swarm service's replicas get `{{.Task.Slot}}`
+    (counted from 1) as TF_TASK_SLOT; Kubernetes gives an Indexed Job's pods JOB_COMPLETION_INDEX.
+    """
+    if "TF_TASK_INDEX" in environ:
+        return parse_index(environ["TF_TASK_INDEX"]), "TF_TASK_INDEX"
+    if "TF_TASK_SLOT" in environ:
+        slot = parse_index(environ["TF_TASK_SLOT"], name="TF_TASK_SLOT")
+        if slot < 1:
+            raise ValueError(f"`TF_TASK_SLOT` ({environ['TF_TASK_SLOT']!r}) counts from 1, as Swarm's task slots do")
+        return slot - 1, "TF_TASK_SLOT - 1"
+    if "JOB_COMPLETION_INDEX" in environ:
+        return parse_index(environ["JOB_COMPLETION_INDEX"], name="JOB_COMPLETION_INDEX"), "JOB_COMPLETION_INDEX"
+    raise ValueError(
+        "no task index: set `TF_TASK_INDEX` (or, under Swarm, `TF_TASK_SLOT`; under a Kubernetes Indexed Job, "
+        "`JOB_COMPLETION_INDEX`): each worker needs its index in the cluster"
+    )

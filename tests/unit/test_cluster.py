@@ -35,6 +35,22 @@ def test_from_env_reads_the_template():
 
 
 @pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ({"TF_TASK_INDEX": "1"}, 1),
+        ({"TF_TASK_SLOT": "1"}, 0),  # Swarm's {{.Task.Slot}} counts from 1.
+        ({"TF_TASK_SLOT": "2"}, 1),
+        ({"JOB_COMPLETION_INDEX": "1"}, 1),  # A Kubernetes Indexed Job's pods count from 0.
+        ({"TF_TASK_INDEX": "0", "TF_TASK_SLOT": "2", "JOB_COMPLETION_INDEX": "1"}, 0),  # The explicit one wins.
+    ],
+)
+def test_the_index_comes_from_compose_swarm_or_kubernetes(source, expected):
+    cluster = cluster_config.from_env({"TF_WORKER_HOSTS": "w-a,w-b", **source})
+    assert cluster.index == expected
+    assert cluster.tf_config()["task"] == {"type": "worker", "index": expected}
+
+
+@pytest.mark.parametrize(
     ("environ", "named"),
     [
         ({"TF_CONFIG": "{not json"}, "'{not json'"),
@@ -51,7 +67,10 @@ def test_from_env_reads_the_template():
         ({"TF_WORKER_HOSTS": "a,b", "TF_TASK_INDEX": "2"}, "`TF_TASK_INDEX` (2) must be in [0, 2)"),
         ({"TF_WORKER_HOSTS": "a,b", "TF_TASK_INDEX": "-1"}, "('-1') must be a non-negative integer"),
         ({"TF_WORKER_HOSTS": "a,b", "TF_TASK_INDEX": "one"}, "('one')"),
-        ({"TF_WORKER_HOSTS": "a,b"}, "`TF_TASK_INDEX` is not set"),
+        ({"TF_WORKER_HOSTS": "a,b"}, "no task index: set `TF_TASK_INDEX`"),
+        ({"TF_WORKER_HOSTS": "a,b", "TF_TASK_SLOT": "0"}, "`TF_TASK_SLOT` ('0') counts from 1"),
+        ({"TF_WORKER_HOSTS": "a,b", "TF_TASK_SLOT": "3"}, "`TF_TASK_SLOT - 1` (2) must be in [0, 2)"),
+        ({"TF_WORKER_HOSTS": "a,b", "JOB_COMPLETION_INDEX": "x"}, "`JOB_COMPLETION_INDEX` ('x')"),
         ({"TF_WORKER_HOSTS": "", "TF_TASK_INDEX": "0"}, "('') is empty"),
         ({"TF_WORKER_HOSTS": "a,,b", "TF_TASK_INDEX": "0"}, "('a,,b') has an empty entry"),
         ({"TF_WORKER_HOSTS": "a,a", "TF_TASK_INDEX": "0"}, "`a:12345` appears twice"),
