@@ -1,19 +1,32 @@
 #!/usr/bin/env python3
-"""Renders the Compose override that turns the default two-worker cluster into N workers.
+"""Renders N workers of compose.yaml's cluster for Compose, Docker Swarm or Kubernetes.
 
-  scripts/workers.py 4 > compose.workers.yaml
+  scripts/workers.py 4 > compose.workers.yaml                      # a Compose override
   docker compose -f compose.yaml -f compose.workers.yaml up --exit-code-from verifier verifier
+  scripts/workers.py 4 --target swarm > stack.yaml                 # a stack: one service, 4 replicas
+  scripts/workers.py 4 --target kubernetes > tfcluster.yaml        # headless Service + Indexed Job
 
-Compose has no replica index (docker/compose#9153), so each worker is a service of its own. The
-extra ones `extends:` worker-1 of compose.yaml, so they are that worker, field for field, except
-for their name and index; the host list every service gets (the verifier's included) is written
-here once. Nothing else is repeated, so the override cannot drift from compose.yaml.
+Compose has no replica index (docker/compose#9153), so there each worker is a service of its own:
+the extra ones `extends:` worker-1 of compose.yaml, so they are that worker, field for field,
+except for their name and index. Swarm and Kubernetes run N replicas of one definition, which is
+compose.yaml's worker-1 as `docker compose config` resolves it (image, settings, hardening), with
+the index taken from Swarm's task slot or the Indexed Job's completion index (trainer/cluster.py).
+Nothing is written twice, so none of the three can drift from compose.yaml.
 """
 
 import argparse
+import json
+import subprocess
 import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from trainer.settings import LaunchSettings  # noqa: E402
 
 MAX_WORKERS = 16
+# The launcher's side port (TF_RENDEZVOUS_PORT), which peers must reach as well as TF's own.
+RENDEZVOUS_PORT = LaunchSettings().rendezvous_port
 BASE_FILE = "compose.yaml"
 TEMPLATE_SERVICE = "worker-1"
 DEFAULT_WORKERS = 2
@@ -26,8 +39,7 @@ def worker_names(count: int) -> list[str]:
 
 def render(count: int, *, base_file: str = BASE_FILE) -> str:
     """The override, as YAML text (written by hand: a handful of flat keys needs no YAML library)."""
-    if not 1 <= count <= MAX_WORKERS:
-        raise ValueError(f"the number of workers must be 1 to {MAX_WORKERS}, got {count}")
+    check_count(count)
     names = worker_names(count)
     hosts = ",".join(names)
     lines = [
@@ -62,13 +74,166 @@ def render(count: int, *, base_file: str = BASE_FILE) -> str:
     return "\n".join(lines) + "\n"
 
 
+def check_count(count: int) -> None:
+    if not 1 <= count <= MAX_WORKERS:
+        raise ValueError(f"the number of workers must be 1 to {MAX_WORKERS}, got {count}")
+
+
+def compose_model(*, interpolate: bool) -> dict:
+    """compose.yaml as Compose itself resolves it (anchors, merges and, if asked, variables)."""
+    command = ["docker", "compose", "-f", str(ROOT / BASE_FILE), "config", "--format", "json"]
+    if not interpolate:
+        command.append("--no-interpolate")
+    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+
+
+# -- Docker Swarm -------------------------------------------------------------------------------
+
+SWARM_SERVICE = "worker"
+
+
+def swarm_hosts(count: int) -> str:
+    # `{{.Task.Slot}}` counts from 1, so the hostnames do too; the index is the slot less one.
+    return ",".join(f"{SWARM_SERVICE}-{slot}" for slot in range(1, count + 1))
+
+
+def render_swarm(count: int, model: dict) -> str:
+    """A stack file (JSON, which `docker stack deploy` reads as YAML): N replicas of worker-1."""
+    check_count(count)
+    worker, verifier = model["services"][TEMPLATE_SERVICE], model["services"]["verifier"]
+    environment = {key: value for key, value in worker["environment"].items() if key != "TF_TASK_INDEX"}
+    environment |= {"TF_WORKER_HOSTS": swarm_hosts(count), "TF_TASK_SLOT": "{{.Task.Slot}}"}
+    once = {"restart_policy": {"condition": "none"}}  # A restarted worker cannot rejoin (FACTS.md).
+    stack = {
+        "services": {
+            SWARM_SERVICE: {
+                "image": worker["image"],
+                "hostname": f"{SWARM_SERVICE}-{{{{.Task.Slot}}}}",
+                "environment": environment,
+                "networks": ["cluster"],
+                "read_only": worker["read_only"],
+                "cap_drop": worker["cap_drop"],
+                # Swarm has no `tmpfs:` key for services; a tmpfs mount does the same.
+                "volumes": [*worker["volumes"], {"type": "tmpfs", "target": "/tmp"}],
+                "deploy": {"replicas": count, **once},
+            },
+            "verifier": {
+                "image": verifier["image"],
+                "entrypoint": verifier["entrypoint"],
+                "command": verifier["command"],
+                "environment": {**verifier["environment"], "TF_WORKER_HOSTS": swarm_hosts(count)},
+                "read_only": verifier["read_only"],
+                "cap_drop": verifier["cap_drop"],
+                "volumes": verifier["volumes"],
+                # Swarm has no `network_mode: none`; the internal network is the closest.
+                "networks": ["cluster"],
+                "deploy": {"replicas": 1, **once},
+            },
+        },
+        "networks": {"cluster": {"driver": "overlay", "internal": True}},
+        "volumes": {"results": {"driver_opts": model["volumes"]["results"]["driver_opts"]}},
+    }
+    return json.dumps(stack, indent=2) + "\n"
+
+
+# -- Kubernetes ---------------------------------------------------------------------------------
+
+JOB = "tfcluster"
+
+
+def kubernetes_hosts(count: int) -> str:
+    # An Indexed Job's pod N is `<job>-N`; with `subdomain` naming the headless Service it is
+    # reachable as `<job>-N.<service>` from the other pods of the namespace.
+    return ",".join(f"{JOB}-{index}.{JOB}" for index in range(count))
+
+
+def render_kubernetes(count: int, model: dict) -> str:
+    """A headless Service, an Indexed Job of N pods and a NetworkPolicy sealing their ports."""
+    check_count(count)
+    worker = model["services"][TEMPLATE_SERVICE]
+    environment = {
+        key: value for key, value in worker["environment"].items() if key not in ("TF_TASK_INDEX", "TF_RESULTS_DIR")
+    }
+    environment["TF_WORKER_HOSTS"] = kubernetes_hosts(count)
+    ports = [int(environment["TF_WORKER_PORT"]), RENDEZVOUS_PORT]
+    labels = {"app.kubernetes.io/name": JOB}
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": JOB, "labels": labels},
+        "spec": {
+            "clusterIP": "None",
+            # Peers must resolve before they are ready: the workers meet before any of them is.
+            "publishNotReadyAddresses": True,
+            "selector": labels,
+            "ports": [{"name": name, "port": port} for name, port in zip(("grpc", "rendezvous"), ports, strict=True)],
+        },
+    }
+    container = {
+        "name": "worker",
+        "image": worker["image"],
+        "imagePullPolicy": "IfNotPresent",
+        "env": [{"name": key, "value": str(value)} for key, value in sorted(environment.items())],
+        "ports": [{"containerPort": port} for port in ports],
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 1000,
+            "runAsGroup": 1000,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+    }
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": JOB, "labels": labels},
+        "spec": {
+            "completionMode": "Indexed",
+            "completions": count,
+            "parallelism": count,
+            # A restarted worker cannot rejoin its peers: a failure fails the Job.
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "subdomain": JOB,
+                    "restartPolicy": "Never",
+                    "containers": [container],
+                    "volumes": [{"name": "tmp", "emptyDir": {"medium": "Memory"}}],
+                },
+            },
+        },
+    }
+    policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": JOB, "labels": labels},
+        "spec": {
+            # TensorFlow's gRPC server is unauthenticated: only the Job's own pods may reach it.
+            "podSelector": {"matchLabels": labels},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": labels}}]}],
+        },
+    }
+    return "".join("---\n" + json.dumps(document, indent=2) + "\n" for document in (service, job, policy))
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("workers", help=f"how many workers (1 to {MAX_WORKERS})")
+    parser.add_argument(
+        "--target",
+        choices=("compose", "swarm", "kubernetes"),
+        default="compose",
+        help="what to render for (default: a Compose override)",
+    )
     parser.add_argument("--output", "-o", help="write to this file instead of standard output")
     arguments = parser.parse_args(argv)
     try:
-        text = render(int(arguments.workers))
+        count = int(arguments.workers)
+        check_count(count)
     except ValueError:
         print(
             f"workers.py: the number of workers must be a whole number from 1 to {MAX_WORKERS}, "
@@ -76,6 +241,13 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    if arguments.target == "compose":
+        text = render(count)
+    elif arguments.target == "swarm":
+        # Uninterpolated: `docker stack deploy` fills in ${TRAIN_EPOCHS:-3} and the rest itself.
+        text = render_swarm(count, compose_model(interpolate=False))
+    else:
+        text = render_kubernetes(count, compose_model(interpolate=True))
     if arguments.output:
         with open(arguments.output, "w", encoding="utf-8") as output:
             output.write(text)
