@@ -27,11 +27,7 @@ def main() -> int:
         print(f"trainer: config error: {error}", file=sys.stderr, flush=True)
         return ExitCode.CONFIG_ERROR
 
-    # TensorFlow reads TF_CONFIG when the strategy is built; the template form is written out here.
-    os.environ["TF_CONFIG"] = cluster.tf_config_json()
-    # CPU only, and TensorFlow's C++ start-up chatter kept out of the worker logs.
-    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    cluster_config.export_for_tensorflow(cluster, os.environ)
     say(f"worker {cluster.index} of {cluster.size} | {cluster.address} | cluster: {json.dumps(list(cluster.workers))}")
 
     from trainer.train import train  # Imports TensorFlow: seconds, so only after validation.

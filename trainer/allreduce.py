@@ -39,9 +39,7 @@ def main(argv: list[str]) -> int:
     except ValueError as error:
         print(f"allreduce: config error: {error}", file=sys.stderr, flush=True)
         return ExitCode.CONFIG_ERROR
-    os.environ["TF_CONFIG"] = cluster.tf_config_json()
-    os.environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    cluster_config.export_for_tensorflow(cluster, os.environ)
 
     import tensorflow as tf  # Seconds: only after the arguments are known to be good.
 

@@ -58,6 +58,14 @@ class Cluster:
         return json.dumps(self.tf_config(), separators=(",", ":"))
 
 
+def export_for_tensorflow(cluster: Cluster, environ) -> None:
+    """Prepares a process's environment for TensorFlow, which reads TF_CONFIG when the strategy is
+    built: the cluster in TF_CONFIG form, CPU only, and TF's C++ start-up chatter kept out of logs."""
+    environ["TF_CONFIG"] = cluster.tf_config_json()
+    environ.setdefault("CUDA_VISIBLE_DEVICES", "-1")
+    environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
 def host_of(address: str) -> str:
     return address.rsplit(":", 1)[0]
 
