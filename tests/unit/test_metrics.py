@@ -43,3 +43,11 @@ def test_last_error_line_prefers_an_error():
     assert last_error_line(log) == "tensorflow.python.framework.errors_impl.UnavailableError: peer gone"
     assert last_error_line("one\ntwo\n") == "two"
     assert last_error_line("") == "(no output)"
+
+
+def test_the_launchers_usage_line_is_never_the_failure_reason():
+    log = (
+        "trainer: training check failed: final_accuracy (0.8281) is not above 0.99\n"
+        "launcher | worker-1:12345: training program used 7.2s, 9.1 CPU-seconds, peak memory 542 MiB\n"
+    )
+    assert last_error_line(log) == "trainer: training check failed: final_accuracy (0.8281) is not above 0.99"
