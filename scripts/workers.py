@@ -37,8 +37,21 @@ def worker_names(count: int) -> list[str]:
     return [f"worker-{index}" for index in range(count)]
 
 
-def render(count: int, *, base_file: str = BASE_FILE) -> str:
-    """The override, as YAML text (written by hand: a handful of flat keys needs no YAML library)."""
+# Bring your own trainer: what compose.byo.yaml gives the two default workers, for every worker.
+OWN_TRAINER_LINES = (
+    "    command: [python, /user/train.py]",
+    "    volumes:",
+    "      - results:/results",
+    "      - ${TRAINER_SCRIPT:?set TRAINER_SCRIPT to the path of your training script}:/user/train.py:ro",
+)
+
+
+def render(count: int, *, base_file: str = BASE_FILE, own_trainer: bool = False) -> str:
+    """The override, as YAML text (written by hand: a handful of flat keys needs no YAML library).
+
+    With `own_trainer`, every worker runs the script named by TRAINER_SCRIPT, as compose.byo.yaml
+    does for the default two (an override cannot extend a service of another override).
+    """
     check_count(count)
     names = worker_names(count)
     hosts = ",".join(names)
@@ -54,6 +67,8 @@ def render(count: int, *, base_file: str = BASE_FILE) -> str:
                 f"    extends: {{file: {base_file}, service: {TEMPLATE_SERVICE}}}",
                 f"    hostname: {name}",
             ]
+        if own_trainer:
+            lines += OWN_TRAINER_LINES
         lines.append("    environment:")
         lines.append(f"      TF_WORKER_HOSTS: {hosts}")
         if index >= DEFAULT_WORKERS:
@@ -229,6 +244,11 @@ def main(argv: list[str]) -> int:
         default="compose",
         help="what to render for (default: a Compose override)",
     )
+    parser.add_argument(
+        "--own-trainer",
+        action="store_true",
+        help="Compose only: every worker runs the script named by TRAINER_SCRIPT (as compose.byo.yaml)",
+    )
     parser.add_argument("--output", "-o", help="write to this file instead of standard output")
     arguments = parser.parse_args(argv)
     try:
@@ -241,8 +261,11 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    if arguments.own_trainer and arguments.target != "compose":
+        print("workers.py: --own-trainer is for the Compose target only", file=sys.stderr)
+        return 2
     if arguments.target == "compose":
-        text = render(count)
+        text = render(count, own_trainer=arguments.own_trainer)
     elif arguments.target == "swarm":
         # Uninterpolated: `docker stack deploy` fills in ${TRAIN_EPOCHS:-3} and the rest itself.
         text = render_swarm(count, compose_model(interpolate=False))

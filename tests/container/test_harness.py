@@ -1,7 +1,9 @@
 """The core harness end to end: two worker containers, the verifier, the tutorial's figures."""
 
+import os
 import subprocess
 import sys
+import uuid
 
 import pytest
 
@@ -80,7 +82,9 @@ def test_a_worker_failing_its_training_check_fails_the_verdict(compose_project):
 
 
 def test_the_tutorials_unchanged_program_runs_and_verifies_from_its_saved_logs(compose_project, tmp_path):
-    project = compose_project("tests/fixtures/compose/tutorial.yaml")
+    # Bring your own trainer (compose.byo.yaml): the tutorial's program, byte for byte as published.
+    script = "./tests/fixtures/tutorial/multiworker_train.py"
+    project = compose_project("compose.byo.yaml", environment={"TRAINER_SCRIPT": script})
     result = project.verdict()
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}" in result.stdout
@@ -103,6 +107,13 @@ def test_the_tutorials_unchanged_program_runs_and_verifies_from_its_saved_logs(c
     assert "final_loss differs: worker-0=0.4168 worker-1=0.4170" in differing.stdout
 
 
+def test_bring_your_own_trainer_names_the_missing_setting(compose_project):
+    project = compose_project("compose.byo.yaml", environment={"TRAINER_SCRIPT": ""})
+    result = project.verdict(timeout=60)
+    assert result.returncode != 0
+    assert "set TRAINER_SCRIPT to the path of your training script" in result.stderr
+
+
 def test_the_image_holds_nothing_training_never_opens(docker):
     # The slimming of docker/Dockerfile: a rebuilt image that brought any of these back would be
     # both larger and slower to rebuild (docs/benchmark.md).
@@ -121,3 +132,28 @@ def test_the_image_holds_nothing_training_never_opens(docker):
     )
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout == "", listed.stdout
+
+
+def test_extra_requirements_go_into_an_image_of_their_own(docker):
+    # A bring-your-own trainer's packages, downloaded on the host and installed offline in the image.
+    image = f"tfcluster-test-extra:{uuid.uuid4().hex[:8]}"
+    environment = {**os.environ, "TFCLUSTER_IMAGE": image, "EXTRA_REQUIREMENTS": "tqdm==4.70.1"}
+    try:
+        subprocess.run([str(ROOT / "scripts" / "setup")], env=environment, check=True, timeout=900)
+        version = "import tqdm; print(tqdm.__version__)"
+        extra = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python", image, "-c", version],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert extra.stdout.strip() == "4.70.1", extra.stderr
+        default = subprocess.run(
+            ["docker", "run", "--rm", "--network", "none", "--entrypoint", "python", "tfcluster:latest", "-c", version],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert default.returncode == 1 and "No module named 'tqdm'" in default.stderr
+    finally:
+        subprocess.run(["docker", "image", "rm", "--force", image], capture_output=True, timeout=60)

@@ -2,10 +2,11 @@
 
 import json
 import os
+import subprocess
 
 import pytest
 
-from tests.conftest import FIXTURES, run_python
+from tests.conftest import FIXTURES, ROOT, run_python
 from trainer.exitcodes import ExitCode
 
 LOGS = FIXTURES / "logs"
@@ -93,3 +94,26 @@ def test_allreduce_names_a_bad_size_in_one_line(size):
     result = run_python("-m", "trainer.allreduce", "16", size, env=env)
     assert result.returncode == ExitCode.CONFIG_ERROR
     assert result.stderr == f"allreduce: config error: a size must be a whole number of MiB, at least 1, got '{size}'\n"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "variables", "message"),
+    [
+        (["--workers", "0"], {}, "workers.py: the number of workers must be a whole number from 1 to 16, got '0'"),
+        (["--workers"], {}, "run: --workers needs a number"),
+        (["--bogus"], {}, "run: unknown argument '--bogus' (usage: scripts/run [--workers N])"),
+        ([], {"TRAINER_SCRIPT": "no/such/train.py"}, "run: TRAINER_SCRIPT 'no/such/train.py' is not a file"),
+    ],
+)
+def test_run_refuses_bad_input_in_one_line_before_setting_anything_up(arguments, variables, message):
+    # Refused before scripts/setup: no Docker is touched, nothing is built.
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "run"), *arguments],
+        env={**os.environ, **variables},
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert result.stderr == message + "\n"
+    assert result.stdout == ""

@@ -63,3 +63,14 @@ def test_the_command_writes_the_file_it_is_given(tmp_path):
     result = run_python("scripts/workers.py", "3", "--output", str(output))
     assert result.returncode == 0, result.stderr
     assert output.read_text() == workers.render(3)
+
+
+def test_every_worker_runs_your_own_trainer_exactly_as_compose_byo_yaml_says():
+    byo = (ROOT / "compose.byo.yaml").read_text()
+    # The same keys, indented as a service's, are compose.byo.yaml's anchor for the default two.
+    for line in workers.OWN_TRAINER_LINES:
+        assert "\n" + line[2:] + "\n" in byo, line
+    text = workers.render(3, own_trainer=True)
+    assert text.count("    command: [python, /user/train.py]\n") == 3
+    assert text.count(":/user/train.py:ro\n") == 3
+    assert "/user/train.py" not in workers.render(3)
