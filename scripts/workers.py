@@ -130,7 +130,17 @@ def render_swarm(count: int, model: dict) -> str:
                 "cap_drop": worker["cap_drop"],
                 # Swarm has no `tmpfs:` key for services; a tmpfs mount does the same.
                 "volumes": [*worker["volumes"], {"type": "tmpfs", "target": "/tmp"}],
-                "deploy": {"replicas": count, **once},
+                "deploy": {
+                    "replicas": count,
+                    **once,
+                    "resources": {
+                        "limits": {
+                            "memory": worker["mem_limit"],
+                            "cpus": str(worker["cpus"]),
+                            "pids": worker["pids_limit"],
+                        }
+                    },
+                },
             },
             "verifier": {
                 "image": verifier["image"],
@@ -199,6 +209,13 @@ def render_kubernetes(count: int, model: dict) -> str:
             "capabilities": {"drop": ["ALL"]},
         },
         "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],
+        # compose.yaml's limits (Kubernetes has no per-container PID limit; it is the kubelet's).
+        # The requests are what the default training was measured to use, so pods schedule on
+        # smaller nodes: peak RSS 543 MiB, about one core.
+        "resources": {
+            "limits": {"memory": f"{int(worker['mem_limit']) // 2**20}Mi", "cpu": str(worker["cpus"])},
+            "requests": {"memory": "768Mi", "cpu": "1"},
+        },
     }
     job = {
         "apiVersion": "batch/v1",

@@ -9,6 +9,7 @@ import os
 import sys
 
 from trainer import cluster as cluster_config
+from trainer import gate
 from trainer.exitcodes import ExitCode
 from trainer.report import epoch_line, final_json, final_line
 from trainer.result import TrainingCheckFailed, check
@@ -31,6 +32,9 @@ def main() -> int:
     say(f"worker {cluster.index} of {cluster.size} | {cluster.address} | cluster: {json.dumps(list(cluster.workers))}")
 
     from trainer.train import train  # Imports TensorFlow: seconds, so only after validation.
+
+    if not gate.wait_for_go():  # The launcher's rendezvous failed while TensorFlow was importing.
+        return ExitCode.TERMINATED
 
     def on_epoch(epoch, step):
         say(epoch_line(epoch, epochs=settings.epochs, step=step))

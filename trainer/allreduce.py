@@ -18,6 +18,7 @@ import sys
 import time
 
 from trainer import cluster as cluster_config
+from trainer import gate
 from trainer.exitcodes import ExitCode
 
 DEFAULT_SIZES_MIB = (1, 16, 64)
@@ -42,6 +43,9 @@ def main(argv: list[str]) -> int:
     cluster_config.export_for_tensorflow(cluster, os.environ)
 
     import tensorflow as tf  # Seconds: only after the arguments are known to be good.
+
+    if not gate.wait_for_go():  # The launcher's rendezvous failed while TensorFlow was importing.
+        return ExitCode.TERMINATED
 
     strategy = tf.distribute.MultiWorkerMirroredStrategy()
 

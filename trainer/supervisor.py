@@ -2,7 +2,9 @@
 
 Phases, each bounded:
 1. Rendezvous (up to the join deadline): every peer must answer with the same configuration.
-   Progress is printed at least every 10 s; a mismatch or an absent peer ends the worker.
+   Progress is printed at least every 10 s; a mismatch or an absent peer ends the worker. This
+   project's own programs are started at once and import TensorFlow meanwhile, held at a gate
+   (trainer/gate.py) until every worker agrees; any other program starts after the rendezvous.
 2. Training (up to the run deadline): the program runs while a heartbeat watches every peer. A
    peer that stops answering, or reports a failed exit, is lost; the program then gets a short
    grace to end on its own (TensorFlow usually fails at once), and is stopped after it.
@@ -22,6 +24,7 @@ import sys
 import threading
 import time
 
+from trainer import gate as trainer_gate
 from trainer import rendezvous
 from trainer.cluster import Cluster, host_of
 from trainer.exitcodes import ExitCode
@@ -80,6 +83,8 @@ class Supervisor:
         self._stop_signal: int | None = None
         self._ended = threading.Event()
         self._program: subprocess.Popen | None = None
+        self._forwarder: threading.Thread | None = None
+        self._started = 0.0
         self._kill_reason: tuple[int, str] | None = None
         self._finished: set[int] = set()  # Peers that reported a successful exit.
         self._lost: dict[str, str] = {}
@@ -128,14 +133,30 @@ class Supervisor:
         return exit_code
 
     def _run(self, command, environment) -> int:
+        gate = None
+        if honours_gate(command):
+            # Started now, it imports TensorFlow while the workers meet and waits at the gate.
+            gate_read, gate = os.pipe()
+            self._start(command, {**environment, trainer_gate.VARIABLE: str(gate_read)}, pass_fds=(gate_read,))
+            os.close(gate_read)
         failure = self._rendezvous()
-        if self._stop_signal is not None:
-            return self._stopped_code()
-        if failure:
+        if self._stop_signal is not None or failure:
+            if gate is not None:
+                os.close(gate)  # The program ends without touching the cluster...
+                self._end_program()  # ...or is made to.
+            if self._stop_signal is not None:
+                return self._stopped_code()
             code, message = failure
             self.say(message)
             return code
-        return self._supervise(command, environment)
+        if gate is None:
+            self._start(command, environment)
+        elif self._program.poll() is None:
+            with contextlib.suppress(BrokenPipeError):  # It ended meanwhile: its exit tells why.
+                os.write(gate, trainer_gate.GO)
+        if gate is not None:
+            os.close(gate)
+        return self._supervise()
 
     # -- rendezvous -----------------------------------------------------------------------------
 
@@ -189,6 +210,8 @@ class Supervisor:
             if now >= next_progress:
                 self.say(f"waiting for {', '.join(waiting)} {now - started:.0f}s/{self._deadlines.join:.0f}s")
                 next_progress += PROGRESS_INTERVAL
+            if self._program is not None and self._program.poll() is not None:
+                return None  # A gated program ended before it could start: its exit says why.
             if self._ended.wait(min(CHECK_INTERVAL, max(0.0, deadline - now))):
                 return None
         self._server.set_state("agreed")
@@ -199,7 +222,7 @@ class Supervisor:
 
     # -- training -------------------------------------------------------------------------------
 
-    def _supervise(self, command, environment) -> int:
+    def _start(self, command, environment, *, pass_fds=()) -> None:
         self._program = subprocess.Popen(
             command,
             env=environment,
@@ -208,25 +231,39 @@ class Supervisor:
             text=True,
             errors="replace",
             start_new_session=True,
+            pass_fds=pass_fds,
         )
-        self._server.set_state("running")
+        self._started = time.monotonic()
+        self._forwarder = threading.Thread(target=self._forward, args=(self._program.stdout,), daemon=True)
+        self._forwarder.start()
         if self._stop_signal is not None:  # A signal arrived while the program was starting.
             self._terminate()
-        for watch in self._watches:
-            watch.interval = HEARTBEAT_INTERVAL
-        started = time.monotonic()
-        threading.Thread(target=self._watch, daemon=True).start()
-        for line in self._program.stdout:
+
+    def _forward(self, output) -> None:
+        for line in output:
             sys.stdout.write(line)
             sys.stdout.flush()
             if self._recorder:
                 self._recorder.log_line(line)
+
+    def _end_program(self) -> None:
+        """After a failed rendezvous: the program must go, at once (it has only been importing)."""
+        _kill_group(self._program.pid)
+        self._program.wait()
+        self._forwarder.join()
+
+    def _supervise(self) -> int:
+        self._server.set_state("running")
+        for watch in self._watches:
+            watch.interval = HEARTBEAT_INTERVAL
+        threading.Thread(target=self._watch, daemon=True).start()
         exit_code = self._program.wait()
+        self._forwarder.join()  # Every line it printed is out before the launcher's own.
         # What the containers' limits are sized by (compose.yaml). Linux gives the peak in KiB.
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
         # Worded to be no failure reason (scripts/verifier/metrics.py): it follows every end alike.
         self.say(
-            f"training program used {time.monotonic() - started:.1f}s, "
+            f"training program used {time.monotonic() - self._started:.1f}s, "
             f"{usage.ru_utime + usage.ru_stime:.1f} CPU-seconds, peak memory {usage.ru_maxrss / 1024:.0f} MiB"
         )
         self._ended.set()  # Ends the watch thread.
@@ -317,6 +354,19 @@ class Supervisor:
     def _stopped_code(self) -> int:
         self.say(f"stopped by {signal.Signals(self._stop_signal).name}")
         return ExitCode.TERMINATED
+
+
+# This project's own programs wait at the start gate (trainer/gate.py) after their imports.
+GATED_MODULES = frozenset({"trainer", "trainer.allreduce"})
+
+
+def honours_gate(command: list[str]) -> bool:
+    return (
+        len(command) >= 3
+        and os.path.basename(command[0]).startswith("python")
+        and command[1] == "-m"
+        and command[2] in GATED_MODULES
+    )
 
 
 def _kill_group(process_group: int) -> None:

@@ -48,6 +48,7 @@ def test_kubernetes_manifests_for_n_workers_pass_schema_validation(docker, count
     security = pod["containers"][0]["securityContext"]
     assert security["readOnlyRootFilesystem"] and security["runAsNonRoot"]
     assert security["capabilities"] == {"drop": ["ALL"]}
+    assert pod["containers"][0]["resources"]["limits"] == {"memory": "1536Mi", "cpu": "2"}  # compose.yaml's.
 
 
 def test_the_schema_check_rejects_a_broken_manifest(docker):
@@ -122,6 +123,8 @@ def test_a_swarm_stack_of_n_replicas_trains_and_verifies(swarm, tmp_path):
         assert len({line.split(" ", 1)[1] for line in finals}) == 1, finals
     finally:
         _docker("stack", "rm", stack, check=False)
-        # `stack rm` returns before the containers are gone, and the volume can only go after them.
-        _wait_for_containers(f"com.docker.stack.namespace={stack}", present=False)
-        _docker("volume", "rm", f"{stack}_results", check=False)
+        try:
+            # `stack rm` returns before the containers are gone, and the volume can only go after them.
+            _wait_for_containers(f"com.docker.stack.namespace={stack}", present=False)
+        finally:
+            _docker("volume", "rm", f"{stack}_results", check=False)

@@ -1,0 +1,48 @@
+"""The start gate (trainer/gate.py): which programs wait at it, and what they see there."""
+
+import os
+import sys
+import time
+
+import pytest
+
+from tests.unit.test_supervisor import cluster, finish  # noqa: F401 - the fixture is used by name.
+from trainer import gate
+from trainer.exitcodes import ExitCode
+from trainer.supervisor import honours_gate
+
+
+@pytest.mark.parametrize(
+    ("command", "gated"),
+    [
+        (["python", "-m", "trainer"], True),
+        (["/opt/venv/bin/python3", "-m", "trainer.allreduce"], True),
+        (["python", "/user/train.py"], False),  # Bring your own: started only after the rendezvous.
+        (["python", "-m", "trainer.launch"], False),
+        (["python", "-m", "trainer.allreduce", "16"], True),
+        (["sh", "-m", "trainer"], False),
+    ],
+)
+def test_only_this_projects_own_programs_wait_at_the_gate(command, gated):
+    assert honours_gate(command) is gated
+
+
+def test_the_gate_opens_on_go_and_stays_shut_when_closed():
+    opened, shut = os.pipe(), os.pipe()
+    os.write(opened[1], gate.GO)
+    os.close(opened[1])
+    os.close(shut[1])
+    assert gate.wait_for_go({gate.VARIABLE: str(opened[0])}) is True
+    assert gate.wait_for_go({gate.VARIABLE: str(shut[0])}) is False
+    assert gate.wait_for_go({}) is True  # Not started by a launcher: nothing to wait for.
+
+
+def test_a_gated_program_that_ends_while_the_workers_meet_ends_the_wait(cluster):  # noqa: F811
+    # Worker 1 never comes; worker 0's program (gated, started at once) fails on its arguments.
+    # Its launcher stops waiting for the peer and reports the program's own exit, not a join timeout.
+    launcher = cluster(0, [sys.executable, "-m", "trainer.allreduce", "0"], TF_JOIN_TIMEOUT="30")
+    started = time.monotonic()
+    code, output, _ = finish(launcher)
+    assert code == ExitCode.CONFIG_ERROR, output
+    assert "allreduce: config error: a size must be a whole number of MiB, at least 1, got '0'" in output
+    assert time.monotonic() - started < 10
