@@ -164,6 +164,12 @@ def render_swarm(count: int, model: dict) -> str:
 # -- Kubernetes ---------------------------------------------------------------------------------
 
 JOB = "tfcluster"
+LABELS = {"app.kubernetes.io/name": JOB}
+
+
+def manifest(api_version: str, kind: str, spec: dict) -> dict:
+    """One of the cluster's objects: all share the Job's name and labels."""
+    return {"apiVersion": api_version, "kind": kind, "metadata": {"name": JOB, "labels": LABELS}, "spec": spec}
 
 
 def kubernetes_hosts(count: int) -> str:
@@ -181,19 +187,17 @@ def render_kubernetes(count: int, model: dict) -> str:
     }
     environment["TF_WORKER_HOSTS"] = kubernetes_hosts(count)
     ports = [int(environment["TF_WORKER_PORT"]), RENDEZVOUS_PORT]
-    labels = {"app.kubernetes.io/name": JOB}
-    service = {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {"name": JOB, "labels": labels},
-        "spec": {
+    service = manifest(
+        "v1",
+        "Service",
+        {
             "clusterIP": "None",
             # Peers must resolve before they are ready: the workers meet before any of them is.
             "publishNotReadyAddresses": True,
-            "selector": labels,
+            "selector": LABELS,
             "ports": [{"name": name, "port": port} for name, port in zip(("grpc", "rendezvous"), ports, strict=True)],
         },
-    }
+    )
     container = {
         "name": "worker",
         "image": worker["image"],
@@ -217,18 +221,17 @@ def render_kubernetes(count: int, model: dict) -> str:
             "requests": {"memory": "768Mi", "cpu": "1"},
         },
     }
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": JOB, "labels": labels},
-        "spec": {
+    job = manifest(
+        "batch/v1",
+        "Job",
+        {
             "completionMode": "Indexed",
             "completions": count,
             "parallelism": count,
             # A restarted worker cannot rejoin its peers: a failure fails the Job.
             "backoffLimit": 0,
             "template": {
-                "metadata": {"labels": labels},
+                "metadata": {"labels": LABELS},
                 "spec": {
                     "subdomain": JOB,
                     "restartPolicy": "Never",
@@ -237,18 +240,17 @@ def render_kubernetes(count: int, model: dict) -> str:
                 },
             },
         },
-    }
-    policy = {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {"name": JOB, "labels": labels},
-        "spec": {
-            # TensorFlow's gRPC server is unauthenticated: only the Job's own pods may reach it.
-            "podSelector": {"matchLabels": labels},
+    )
+    # TensorFlow's gRPC server is unauthenticated: only the Job's own pods may reach it.
+    policy = manifest(
+        "networking.k8s.io/v1",
+        "NetworkPolicy",
+        {
+            "podSelector": {"matchLabels": LABELS},
             "policyTypes": ["Ingress"],
-            "ingress": [{"from": [{"podSelector": {"matchLabels": labels}}]}],
+            "ingress": [{"from": [{"podSelector": {"matchLabels": LABELS}}]}],
         },
-    }
+    )
     return "".join("---\n" + json.dumps(document, indent=2) + "\n" for document in (service, job, policy))
 
 

@@ -27,7 +27,7 @@ ROUNDS = {1: 100, 16: 20, 64: 8}
 
 
 def rounds_for(mib: int) -> int:
-    return ROUNDS.get(mib, max(3, 64 // max(mib, 1)))
+    return ROUNDS.get(mib, max(3, 64 // mib))
 
 
 def main(argv: list[str]) -> int:

@@ -35,7 +35,6 @@ class PeerWatch:
         self._me = me
         self._timeout = timeout
         self._latest: Observation | None = None
-        self._changed = threading.Event()
         self._stopped = threading.Event()
         threading.Thread(target=self._poll, daemon=True, name=f"watch {address}").start()
 

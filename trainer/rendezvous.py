@@ -19,8 +19,6 @@ import urllib.request
 from trainer.cluster import Cluster, host_of
 from trainer.settings import ENV_NAMES, TrainingSettings
 
-DEFAULT_PORT = 12399
-
 
 @dataclasses.dataclass(frozen=True)
 class Fingerprint:

@@ -140,23 +140,26 @@ class Supervisor:
             self._start(command, {**environment, trainer_gate.VARIABLE: str(gate_read)}, pass_fds=(gate_read,))
             os.close(gate_read)
         failure = self._rendezvous()
-        if self._stop_signal is not None or failure:
-            if gate is not None:
-                os.close(gate)  # The program ends without touching the cluster...
-                self._end_program()  # ...or is made to.
-            if self._stop_signal is not None:
-                return self._stopped_code()
+        if gate is not None:
+            self._open_or_shut(gate, go=failure is None and self._stop_signal is None)
+        if self._stop_signal is not None:
+            return self._stopped_code()
+        if failure:
             code, message = failure
             self.say(message)
             return code
         if gate is None:
             self._start(command, environment)
-        elif self._program.poll() is None:
+        return self._supervise()
+
+    def _open_or_shut(self, gate: int, *, go: bool) -> None:
+        """Lets a gated program start training, or ends it without its touching the cluster."""
+        if go and self._program.poll() is None:
             with contextlib.suppress(BrokenPipeError):  # It ended meanwhile: its exit tells why.
                 os.write(gate, trainer_gate.GO)
-        if gate is not None:
-            os.close(gate)
-        return self._supervise()
+        os.close(gate)  # Without `go`, the program reads the end of the pipe and gives up...
+        if not go:
+            self._end_program()  # ...or is made to.
 
     # -- rendezvous -----------------------------------------------------------------------------
 

@@ -81,18 +81,7 @@ class ComposeProject:
 
     def wait_for_line(self, service: str, text: str, *, timeout: float = 120) -> None:
         """Follows the service's log until a line contains `text` (an event, not a sleep)."""
-        command = ["docker", "logs", "--follow", self.container(service)]
-        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as follower:
-            deadline = time.monotonic() + timeout
-            try:
-                for line in follower.stdout:
-                    if text in line:
-                        return
-                    if time.monotonic() > deadline:
-                        break
-            finally:
-                follower.kill()
-        raise AssertionError(f"{service} never printed {text!r} within {timeout}s")
+        wait_for_line(self.container(service), text, timeout=timeout, name=service)
 
     def wait_for_exit(self, service: str, *, timeout: float = 120) -> int:
         """Blocks until the service's container exits (`docker wait`); returns its exit code."""
@@ -105,6 +94,22 @@ class ComposeProject:
         # A paused container can be neither stopped nor removed: unpause first (no-op otherwise).
         self.compose("unpause", timeout=60)
         self.compose("down", "--volumes", "--remove-orphans", "--timeout", "1", timeout=120)
+
+
+def wait_for_line(container: str, text: str, *, timeout: float = 120, name: str | None = None) -> None:
+    """Follows a container's log until a line contains `text` (an event, not a sleep)."""
+    command = ["docker", "logs", "--follow", container]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as follower:
+        deadline = time.monotonic() + timeout
+        try:
+            for line in follower.stdout:
+                if text in line:
+                    return
+                if time.monotonic() > deadline:
+                    break
+        finally:
+            follower.kill()
+    raise AssertionError(f"{name or container} never printed {text!r} within {timeout}s")
 
 
 def _timestamp(text: str) -> datetime.datetime:

@@ -11,6 +11,8 @@ import uuid
 
 import pytest
 
+from tests.container.conftest import wait_for_line
+
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
 
 IMAGE = "tfcluster:latest"
@@ -61,10 +63,7 @@ def outside_listener():
         timeout=60,
     )
     try:
-        # Listening is an event a probe can see: wait for it from the same network (the control).
-        for _ in range(50):
-            if probe_from_network("bridge", address_on(name, "bridge"), 8000).returncode == 0:
-                break
+        wait_for_line(name, "Serving HTTP on", timeout=60)  # http.server says so once it listens.
         yield address_on(name, "bridge")
     finally:
         subprocess.run(["docker", "rm", "-f", name], capture_output=True, timeout=60)

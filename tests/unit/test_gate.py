@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from tests.unit.test_supervisor import cluster, finish  # noqa: F401 - the fixture is used by name.
+from tests.unit.conftest import finish
 from trainer import gate
 from trainer.exitcodes import ExitCode
 from trainer.supervisor import honours_gate
@@ -37,7 +37,7 @@ def test_the_gate_opens_on_go_and_stays_shut_when_closed():
     assert gate.wait_for_go({}) is True  # Not started by a launcher: nothing to wait for.
 
 
-def test_a_gated_program_that_ends_while_the_workers_meet_ends_the_wait(cluster):  # noqa: F811
+def test_a_gated_program_that_ends_while_the_workers_meet_ends_the_wait(cluster):
     # Worker 1 never comes; worker 0's program (gated, started at once) fails on its arguments.
     # Its launcher stops waiting for the peer and reports the program's own exit, not a join timeout.
     launcher = cluster(0, [sys.executable, "-m", "trainer.allreduce", "0"], TF_JOIN_TIMEOUT="30")

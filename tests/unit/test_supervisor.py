@@ -1,57 +1,14 @@
 """The launcher's fail-fast behaviour, with real launcher processes on loopback and stand-in
 training programs (no TensorFlow, no Docker): mismatches, absent and lost peers, deadlines."""
 
-import os
 import signal
-import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import free_port
+from tests.unit.conftest import finish
 from trainer.exitcodes import ExitCode
-
-SLEEPER = [sys.executable, "-c", "print('training', flush=True); import time; time.sleep(120)"]
-
-
-@pytest.fixture
-def cluster():
-    """Starts launchers of one loopback cluster; kills whatever is left of them after the test."""
-    ports = [free_port(), free_port()]
-    base = free_port(3)  # Side ports of up to three workers on one host: base, base + 1, base + 2.
-    launched = []
-
-    def start(index, command=SLEEPER, **variables):
-        env = {
-            "PATH": os.environ["PATH"],
-            "TF_WORKER_HOSTS": ",".join(f"127.0.0.1:{port}" for port in ports),
-            "TF_TASK_INDEX": str(index),
-            "TF_RENDEZVOUS_PORT": str(base),
-            **variables,
-        }
-        launcher = subprocess.Popen(
-            [sys.executable, "-m", "trainer.launch", "--", *command],
-            cwd=ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-        launched.append(launcher)
-        return launcher
-
-    start.ports = ports
-    yield start
-    for launcher in launched:
-        launcher.kill()
-        launcher.wait(timeout=10)
-
-
-def finish(launcher, timeout=30) -> tuple[int, str, float]:
-    started = time.monotonic()
-    output, _ = launcher.communicate(timeout=timeout)
-    return launcher.returncode, output, time.monotonic() - started
 
 
 def test_agreeing_workers_start_their_programs(cluster):
