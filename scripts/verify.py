@@ -5,6 +5,8 @@ Examples:
   verify.py --results /results              # in the Compose project (waits for the workers)
   verify.py worker-0.log worker-1.log       # saved logs, e.g. of the tutorial's own program
 
+  verify.py --results /results --keeper keeper  # with the keeper of compose.recovery.yaml
+
 Exit status: 0 pass, 7 verification failed, 2 bad arguments (README.md, "Exit codes").
 """
 
@@ -18,11 +20,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from verifier import render, sources  # noqa: E402
+from verifier.recovery import from_keeper  # noqa: E402
 from verifier.verdict import judge  # noqa: E402
 
 from trainer import cluster as cluster_config  # noqa: E402
 from trainer.exitcodes import ExitCode  # noqa: E402
-from trainer.settings import LaunchSettings  # noqa: E402
+from trainer.settings import LaunchSettings, restart_limit  # noqa: E402
 
 
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
@@ -39,6 +42,11 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
         help="seconds to wait for the workers to finish (default: TF_JOIN_TIMEOUT + TF_RUN_TIMEOUT + 30)",
     )
     parser.add_argument(
+        "--keeper",
+        metavar="NAME",
+        help="with --results: wait for the keeper of this name (compose.recovery.yaml) and report its restarts",
+    )
+    parser.add_argument(
         "--tolerance", type=float, default=0.0, help="largest absolute metric difference (default 0: exact)"
     )
     parser.add_argument("--json", action="store_true", help="print the verdict as one JSON line instead of a table")
@@ -46,6 +54,8 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     arguments = parser.parse_args(argv)
     if bool(arguments.logs) == bool(arguments.results):
         parser.error("give either --results DIR or log files, not both or neither")
+    if arguments.keeper and not arguments.results:
+        parser.error("--keeper needs --results")
     if arguments.timeout is not None and arguments.timeout <= 0:
         parser.error(f"--timeout ({arguments.timeout}) must be positive")
     if arguments.tolerance < 0:
@@ -75,24 +85,40 @@ def main(argv: list[str]) -> int:
         # The workers' own deadlines bound the wait: a worker not started by the end of the join
         # deadline never will be, and none outlives its run deadline.
         launch = LaunchSettings.from_env(os.environ)
+        limit = restart_limit(os.environ)
     except ValueError as error:
         print(f"verify: {error}", file=sys.stderr)
         return ExitCode.CONFIG_ERROR
+    recovery = None
     if arguments.results:
         if names is None:
             print("verify: --results needs the expected workers: --workers or TF_WORKER_HOSTS", file=sys.stderr)
             return ExitCode.CONFIG_ERROR
-        timeout = arguments.timeout or launch.join_timeout + launch.run_timeout + 30
+        # With a keeper, every run of the cluster may take as long as the first.
+        runs = limit + 1 if arguments.keeper else 1
+        timeout = arguments.timeout or runs * (launch.join_timeout + launch.run_timeout) + 30
         start_timeout = min(timeout, launch.join_timeout + 15)
-        print(f"verify | waiting up to {timeout:.0f}s for {', '.join(names)}", flush=True)
-        reports = sources.from_results_dir(arguments.results, names, timeout=timeout, start_timeout=start_timeout)
+        waited_for = [arguments.keeper, *names] if arguments.keeper else names
+        print(f"verify | waiting up to {timeout:.0f}s for {', '.join(waited_for)}", flush=True)
+        if arguments.keeper:
+            reports, keeper_record = sources.with_keeper(
+                arguments.results, names, arguments.keeper, timeout=timeout, start_timeout=start_timeout
+            )
+            recovery = from_keeper(keeper_record, reports[0].log if reports else "")
+        else:
+            reports = sources.from_results_dir(arguments.results, names, timeout=timeout, start_timeout=start_timeout)
     else:
         missing = [str(path) for path in arguments.logs if not path.is_file()]
         if missing:
             print(f"verify: no such log file: {', '.join(missing)}", file=sys.stderr)
             return ExitCode.CONFIG_ERROR
         reports = sources.from_log_files(arguments.logs)
-    verdict = judge(reports, expected_workers=len(names) if names else len(reports), tolerance=arguments.tolerance)
+    verdict = judge(
+        reports,
+        expected_workers=len(names) if names else len(reports),
+        tolerance=arguments.tolerance,
+        recovery=recovery,
+    )
     print(render.as_json(verdict) if arguments.json else render.table(verdict), flush=True)
     if arguments.junit:
         arguments.junit.write_text(render.junit(verdict), encoding="utf-8")

@@ -156,7 +156,7 @@ def render_swarm(count: int, model: dict) -> str:
             },
         },
         "networks": {"cluster": {"driver": "overlay", "internal": True}},
-        "volumes": {"results": {"driver_opts": model["volumes"]["results"]["driver_opts"]}},
+        "volumes": {name: {"driver_opts": volume["driver_opts"]} for name, volume in model["volumes"].items()},
     }
     return json.dumps(stack, indent=2) + "\n"
 
@@ -182,9 +182,10 @@ def render_kubernetes(count: int, model: dict) -> str:
     """A headless Service, an Indexed Job of N pods and a NetworkPolicy sealing their ports."""
     check_count(count)
     worker = model["services"][TEMPLATE_SERVICE]
-    environment = {
-        key: value for key, value in worker["environment"].items() if key not in ("TF_TASK_INDEX", "TF_RESULTS_DIR")
-    }
+    # No results volume for a verifier, and no checkpoints: resuming needs a volume every pod shares
+    # (ReadWriteMany), which is the cluster's to provide (docs/kubernetes.md).
+    unused = ("TF_TASK_INDEX", "TF_RESULTS_DIR", "TF_CHECKPOINT_DIR")
+    environment = {key: value for key, value in worker["environment"].items() if key not in unused}
     environment["TF_WORKER_HOSTS"] = kubernetes_hosts(count)
     ports = [int(environment["TF_WORKER_PORT"]), RENDEZVOUS_PORT]
     service = manifest(

@@ -7,13 +7,15 @@ takes plain values. Exit codes are those of trainer.exitcodes (README.md, "Exit 
 import json
 import os
 import sys
+from pathlib import Path
 
 from trainer import cluster as cluster_config
 from trainer import gate
+from trainer.checkpoints import Store
 from trainer.exitcodes import ExitCode
 from trainer.report import epoch_line, final_json, final_line
 from trainer.result import TrainingCheckFailed, check
-from trainer.settings import TrainingSettings
+from trainer.settings import RecoverySettings, TrainingSettings
 
 
 def say(line: str) -> None:
@@ -24,14 +26,28 @@ def main() -> int:
     try:
         cluster = cluster_config.from_env(os.environ)
         settings = TrainingSettings.from_env(os.environ)
+        recovery = RecoverySettings.from_env(os.environ)
     except ValueError as error:
         print(f"trainer: config error: {error}", file=sys.stderr, flush=True)
         return ExitCode.CONFIG_ERROR
 
+    store = None
+    if recovery.checkpoint_dir:
+        try:
+            store = Store(
+                Path(recovery.checkpoint_dir),
+                is_chief=cluster.index == 0,
+                say=say,
+                commit_delay=recovery.fault_commit_delay,
+            )
+        except OSError as error:
+            print(f"trainer: config error: TF_CHECKPOINT_DIR ({recovery.checkpoint_dir}): {error}", file=sys.stderr)
+            return ExitCode.CONFIG_ERROR
+
     cluster_config.export_for_tensorflow(cluster, os.environ)
     say(f"worker {cluster.index} of {cluster.size} | {cluster.address} | cluster: {json.dumps(list(cluster.workers))}")
 
-    from trainer.train import train  # Imports TensorFlow: seconds, so only after validation.
+    from trainer.train import ResumeMismatch, train  # Imports TensorFlow: seconds, so after validation.
 
     if not gate.wait_for_go():  # The launcher's rendezvous failed while TensorFlow was importing.
         return ExitCode.TERMINATED
@@ -39,7 +55,13 @@ def main() -> int:
     def on_epoch(epoch, step):
         say(epoch_line(epoch, epochs=settings.epochs, step=step))
 
-    result = train(cluster, settings, on_epoch=on_epoch)
+    try:
+        result = train(
+            cluster, settings, on_epoch=on_epoch, say=say, store=store, fault_exit_at_step=recovery.fault_exit_at_step
+        )
+    except ResumeMismatch as error:
+        print(f"trainer: config error: {error}", file=sys.stderr, flush=True)
+        return ExitCode.CONFIG_ERROR
     try:
         check(result, min_accuracy=settings.min_accuracy)
     except TrainingCheckFailed as failure:

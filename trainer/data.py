@@ -16,8 +16,12 @@ def synthetic_examples(seed: int) -> tuple[np.ndarray, np.ndarray]:
     return features, labels
 
 
-def make_dataset_fn(*, seed: int, global_batch_size: int):
-    """Returns the `dataset_fn` that `distribute_datasets_from_function` calls on each worker."""
+def make_dataset_fn(*, seed: int, global_batch_size: int, skip_batches: int = 0):
+    """Returns the `dataset_fn` that `distribute_datasets_from_function` calls on each worker.
+
+    The order is the same every time (a fixed seed, no reshuffling), so a run resumed after
+    `skip_batches` steps sees exactly the batches an uninterrupted run would.
+    """
     features, labels = synthetic_examples(seed)
 
     def dataset_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
@@ -29,6 +33,7 @@ def make_dataset_fn(*, seed: int, global_batch_size: int):
             .shuffle(EXAMPLES, seed=seed, reshuffle_each_iteration=False)
             .repeat()
             .batch(batch_size)
+            .skip(skip_batches)
             .prefetch(tf.data.AUTOTUNE)
         )
 

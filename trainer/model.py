@@ -29,4 +29,6 @@ def build_state(strategy: tf.distribute.Strategy, *, learning_rate: float) -> Tr
         # Per-example losses: the global average is taken over the global batch, not per replica.
         loss_object = tf.keras.losses.BinaryCrossentropy(reduction=tf.keras.losses.Reduction.NONE)
         accuracy = tf.keras.metrics.BinaryAccuracy()
+        # Its moments now, not at the first step: a checkpoint can then be read into them at once.
+        optimizer.build(model.trainable_variables)
     return TrainingState(model=model, optimizer=optimizer, loss_object=loss_object, accuracy=accuracy)

@@ -7,7 +7,10 @@ For each worker `NAME` the launcher keeps three files in a directory shared with
   itself (an event, not a poll) and can tell a worker that exited from one that was killed.
 - `NAME.status`: JSON, replaced atomically: `{"state": "running"}`, then
   `{"state": "exited", "exit_code": N}` written before the lock is released.
-- `NAME.log`: everything the worker's program printed.
+- `NAME.log`: everything the worker's program printed, appended to: a worker restarted by the
+  keeper (trainer/keeper.py) adds to its earlier runs' lines instead of erasing them.
+
+The keeper keeps the same three files under its own name, and adds what it did to its status.
 """
 
 import dataclasses
@@ -45,16 +48,16 @@ class Recorder:
         files.directory.mkdir(parents=True, exist_ok=True)
         self._lock = open(files.lock, "a")  # noqa: SIM115 - held open for the process's lifetime.
         fcntl.flock(self._lock, fcntl.LOCK_EX)
-        self._log = open(files.log, "w", encoding="utf-8")  # noqa: SIM115 - closed in finish().
+        self._log = open(files.log, "a", encoding="utf-8")  # noqa: SIM115 - closed in finish().
         self._write_status({"state": "running", "pid": os.getpid()})
 
     def log_line(self, line: str) -> None:
         self._log.write(line)
         self._log.flush()
 
-    def finish(self, exit_code: int) -> None:
+    def finish(self, exit_code: int, **details) -> None:
         self._log.close()
-        self._write_status({"state": "exited", "exit_code": exit_code})
+        self._write_status({"state": "exited", "exit_code": exit_code, **details})
         # The lock goes with the process; releasing it here only makes the verdict a little sooner.
         fcntl.flock(self._lock, fcntl.LOCK_UN)
 
@@ -72,6 +75,7 @@ class WorkerRecord:
     state: str  # "missing", "running", "exited" or "killed"
     exit_code: int | None
     log: str
+    details: dict = dataclasses.field(default_factory=dict)  # What else its status said.
 
 
 def wait_for_exit(files: WorkerFiles, deadline: float, clock, *, start_deadline: float | None = None) -> WorkerRecord:
@@ -86,7 +90,8 @@ def wait_for_exit(files: WorkerFiles, deadline: float, clock, *, start_deadline:
     status = json.loads(_read(files.status) or "{}")
     log = _read(files.log)
     if status.get("state") == "exited":
-        return WorkerRecord(files.name, "exited", int(status["exit_code"]), log)
+        details = {key: value for key, value in status.items() if key not in ("state", "exit_code")}
+        return WorkerRecord(files.name, "exited", int(status["exit_code"]), log, details)
     return WorkerRecord(files.name, "killed", None, log)
 
 

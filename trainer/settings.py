@@ -14,6 +14,8 @@ class TrainingSettings:
     per_worker_batch_size: int = 16
     learning_rate: float = 0.03
     seed: int = 7
+    # Checkpoint every this many steps; 0 means at the end of every epoch (trainer/checkpoints.py).
+    checkpoint_steps: int = 0
     # The tutorial's pass mark for the final epoch's accuracy.
     min_accuracy: float = 0.75
 
@@ -22,6 +24,8 @@ class TrainingSettings:
             value = getattr(self, name)
             if not 1 <= value <= 1_000_000:
                 raise ValueError(f"`{ENV_NAMES[name]}` ({value}) must be in [1, 1000000]")
+        if not 0 <= self.checkpoint_steps <= 1_000_000:
+            raise ValueError(f"`TRAIN_CHECKPOINT_STEPS` ({self.checkpoint_steps}) must be in [0, 1000000]")
         if not 0 <= self.seed < 2**31:
             raise ValueError(f"`TRAIN_SEED` ({self.seed}) must be in [0, 2147483648)")
         if not (math.isfinite(self.learning_rate) and 0 < self.learning_rate <= 10):
@@ -32,6 +36,10 @@ class TrainingSettings:
     @property
     def total_steps(self) -> int:
         return self.epochs * self.steps_per_epoch
+
+    @property
+    def checkpoint_interval(self) -> int:
+        return self.checkpoint_steps or self.steps_per_epoch
 
     def global_batch_size(self, worker_count: int) -> int:
         return self.per_worker_batch_size * worker_count
@@ -54,6 +62,7 @@ ENV_NAMES = {
     "per_worker_batch_size": "TRAIN_BATCH_SIZE",
     "learning_rate": "TRAIN_LEARNING_RATE",
     "seed": "TRAIN_SEED",
+    "checkpoint_steps": "TRAIN_CHECKPOINT_STEPS",
     "min_accuracy": "TRAIN_MIN_ACCURACY",
 }
 
@@ -96,3 +105,44 @@ class LaunchSettings:
             if text:
                 values[field] = _parse(name, text, kind)
         return cls(results_dir=environ.get("TF_RESULTS_DIR", "").strip(), **values)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RecoverySettings:
+    """Where the chief keeps checkpoints (empty: none), and the faults tests inject on purpose.
+
+    The faults are for testing the recovery path (docs/failures.md, "Recovery"): the program
+    exits 1 right after the given step, or the chief waits this long between writing a checkpoint
+    and committing it, so that a kill can land in the middle of a save.
+    """
+
+    checkpoint_dir: str = ""
+    fault_exit_at_step: int = 0
+    fault_commit_delay: float = 0.0
+
+    def __post_init__(self):
+        if self.fault_exit_at_step < 0:
+            raise ValueError(f"`TFCLUSTER_FAULT_EXIT_AT_STEP` ({self.fault_exit_at_step}) must not be negative")
+        if not (math.isfinite(self.fault_commit_delay) and 0 <= self.fault_commit_delay <= 3600):
+            raise ValueError(f"`TFCLUSTER_FAULT_COMMIT_DELAY` ({self.fault_commit_delay}) must be in [0, 3600] seconds")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> "RecoverySettings":
+        values = {}
+        for field, name, kind in (
+            ("fault_exit_at_step", "TFCLUSTER_FAULT_EXIT_AT_STEP", int),
+            ("fault_commit_delay", "TFCLUSTER_FAULT_COMMIT_DELAY", float),
+        ):
+            text = environ.get(name, "").strip()
+            if text:
+                values[field] = _parse(name, text, kind)
+        return cls(checkpoint_dir=environ.get("TF_CHECKPOINT_DIR", "").strip(), **values)
+
+
+def restart_limit(environ: Mapping[str, str]) -> int:
+    """TF_RESTART_LIMIT: how many times the keeper (trainer/keeper.py) restarts the whole cluster."""
+    text = environ.get("TF_RESTART_LIMIT", "").strip() or "3"
+    limit = _parse("TF_RESTART_LIMIT", text, int)
+    if not 0 <= limit <= 100:
+        raise ValueError(f"`TF_RESTART_LIMIT` ({limit}) must be in [0, 100]")
+    return limit

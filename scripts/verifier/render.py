@@ -29,6 +29,8 @@ def table(verdict: Verdict) -> str:
         rows.append([worker.name, worker.status, *(_cell(metrics.get(key)) for key in columns)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in rows]
+    if verdict.recovery:
+        lines.append(verdict.recovery.describe())
     lines.append(summary(verdict))
     lines.extend(f"  - {problem}" for problem in verdict.problems)
     return "\n".join(lines)
@@ -37,7 +39,9 @@ def table(verdict: Verdict) -> str:
 def summary(verdict: Verdict) -> str:
     if verdict.passed:
         figures = " ".join(f"{key}={_cell(verdict.metrics[key])}" for key in _columns(verdict))
-        return f"verdict: PASS: {len(verdict.workers)} of {verdict.expected_workers} workers agree: {figures}"
+        restarts = len(verdict.recovery.restarts) if verdict.recovery else 0
+        after = f" (after {restarts} restart{'s' if restarts != 1 else ''})" if restarts else ""
+        return f"verdict: PASS: {len(verdict.workers)} of {verdict.expected_workers} workers agree{after}: {figures}"
     return f"verdict: FAIL: {len(verdict.problems)} problem(s)"
 
 
@@ -54,6 +58,12 @@ def as_json(verdict: Verdict) -> str:
             "differences": list(verdict.differences),
             "problems": list(verdict.problems),
             "metrics": verdict.metrics,
+            "restarts": None
+            if verdict.recovery is None
+            else [
+                {"reason": restart.reason, "resumed_from_step": restart.resumed_from_step}
+                for restart in verdict.recovery.restarts
+            ],
         }
     )
 

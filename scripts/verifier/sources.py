@@ -3,7 +3,7 @@
 import time
 from pathlib import Path
 
-from trainer.results import WorkerFiles, wait_for_exit
+from trainer.results import WorkerFiles, WorkerRecord, wait_for_exit
 from verifier.verdict import WorkerReport
 
 
@@ -12,7 +12,20 @@ def from_results_dir(
 ) -> list[WorkerReport]:
     """Waits for every named worker to start (within `start_timeout` s) and exit (within `timeout` s)."""
     now = clock()
+    return _wait_for_workers(directory, names, deadline=now + timeout, start_deadline=now + start_timeout, clock=clock)
+
+
+def with_keeper(
+    directory: Path, names: list[str], keeper: str, *, timeout: float, start_timeout: float, clock=time.monotonic
+) -> tuple[list[WorkerReport], WorkerRecord]:
+    """The keeper first: a worker that ended may yet be restarted, until the keeper itself has ended."""
+    now = clock()
     deadline, start_deadline = now + timeout, now + start_timeout
+    record = wait_for_exit(WorkerFiles(directory, keeper), deadline, clock, start_deadline=start_deadline)
+    return _wait_for_workers(directory, names, deadline=deadline, start_deadline=start_deadline, clock=clock), record
+
+
+def _wait_for_workers(directory: Path, names: list[str], *, deadline: float, start_deadline: float, clock):
     reports = []
     for name in names:
         record = wait_for_exit(WorkerFiles(directory, name), deadline, clock, start_deadline=start_deadline)

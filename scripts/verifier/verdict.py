@@ -4,6 +4,7 @@ import dataclasses
 import math
 
 from verifier.metrics import IDENTITY_KEYS, last_error_line, parse_final_metrics
+from verifier.recovery import Recovery
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -30,17 +31,21 @@ class Verdict:
     differences: tuple[str, ...]
     metrics: dict  # The agreed metrics (those of the first worker that reported any).
     expected_workers: int
+    recovery: Recovery | None = None  # What the keeper did, when there is one.
 
     @property
     def problems(self) -> tuple[str, ...]:
-        return tuple(f"{w.name}: {w.problem}" for w in self.workers if w.problem) + self.differences
+        keeper = (f"keeper: {self.recovery.problem}",) if self.recovery and self.recovery.problem else ()
+        return keeper + tuple(f"{w.name}: {w.problem}" for w in self.workers if w.problem) + self.differences
 
     @property
     def passed(self) -> bool:
         return not self.problems
 
 
-def judge(reports: list[WorkerReport], *, expected_workers: int, tolerance: float = 0.0) -> Verdict:
+def judge(
+    reports: list[WorkerReport], *, expected_workers: int, tolerance: float = 0.0, recovery: Recovery | None = None
+) -> Verdict:
     outcomes = [_judge_worker(report, expected_workers) for report in reports]
     if len(reports) < expected_workers:
         outcomes.append(
@@ -57,7 +62,11 @@ def judge(reports: list[WorkerReport], *, expected_workers: int, tolerance: floa
         key: value for key, value in (reporting[0].metrics if reporting else {}).items() if key not in IDENTITY_KEYS
     }
     return Verdict(
-        workers=tuple(outcomes), differences=tuple(differences), metrics=agreed, expected_workers=expected_workers
+        workers=tuple(outcomes),
+        differences=tuple(differences),
+        metrics=agreed,
+        expected_workers=expected_workers,
+        recovery=recovery,
     )
 
 

@@ -43,17 +43,36 @@ class ComposeProject:
         self.files = ["compose.yaml", *override_files]
         self.environment = {**os.environ, **(environment or {})}
 
-    def compose(self, *arguments: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    def command(self, *arguments: str) -> list[str]:
         command = ["docker", "compose", "-p", self.name]
         for file in self.files:
             command += ["-f", file]
+        return [*command, *arguments]
+
+    def compose(self, *arguments: str, timeout: float = 120) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [*command, *arguments], cwd=ROOT, env=self.environment, capture_output=True, text=True, timeout=timeout
+            self.command(*arguments), cwd=ROOT, env=self.environment, capture_output=True, text=True, timeout=timeout
         )
 
     def verdict(self, *, timeout: float = 120) -> subprocess.CompletedProcess:
         """The CI form: workers start as dependencies; the exit status is the verifier's."""
         return self.compose("up", "--exit-code-from", "verifier", "verifier", timeout=timeout)
+
+    def start_verdict(self) -> subprocess.Popen:
+        """`verdict()` without waiting for it, so that the test can act on the running cluster.
+
+        The containers are created first, so that they can be named as soon as this returns.
+        """
+        created = self.compose("create")
+        assert created.returncode == 0, created.stderr
+        return subprocess.Popen(
+            self.command("up", "--exit-code-from", "verifier", "verifier"),
+            cwd=ROOT,
+            env=self.environment,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
 
     def logs(self, service: str) -> str:
         return self.compose("logs", "--no-log-prefix", service).stdout
@@ -94,6 +113,17 @@ class ComposeProject:
         # A paused container can be neither stopped nor removed: unpause first (no-op otherwise).
         self.compose("unpause", timeout=60)
         self.compose("down", "--volumes", "--remove-orphans", "--timeout", "1", timeout=120)
+
+
+def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml") -> str:
+    """A Compose override giving each named service extra environment variables."""
+    lines = ["services:"]
+    for service, variables in services.items():
+        lines += [f"  {service}:", "    environment:"]
+        lines += [f"      {key}: {value!r}" for key, value in variables.items()]
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
 
 
 def wait_for_line(container: str, text: str, *, timeout: float = 120, name: str | None = None) -> None:

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tests.container.conftest import override
 from trainer.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
@@ -14,17 +15,6 @@ pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
 JOIN = 15  # The join deadline these tests use (the default is 60 s): long enough for one progress line.
 SHORT_JOIN = 6  # Where no progress line is asserted.
 LONG_TRAINING = {"TRAIN_EPOCHS": "100000"}  # Runs until stopped: about 40 epochs a second.
-
-
-def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml") -> str:
-    """A Compose override giving each named service extra environment variables."""
-    lines = ["services:"]
-    for service, variables in services.items():
-        lines += [f"  {service}:", "    environment:"]
-        lines += [f"      {key}: {value!r}" for key, value in variables.items()]
-    path = tmp_path / name
-    path.write_text("\n".join(lines) + "\n")
-    return str(path)
 
 
 def now() -> datetime.datetime:

@@ -1,0 +1,66 @@
+"""What the keeper did (trainer/keeper.py): the restarts, and the step each one resumed from."""
+
+import dataclasses
+import re
+
+from trainer.exitcodes import ExitCode
+from trainer.results import WorkerRecord
+from verifier.metrics import last_error_line
+
+# Each start of the trainer says where it began (trainer/train.py).
+_START = re.compile(r"^checkpoint \| (?:none in .*: starting at step 0|resuming from step (\d+))")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Restart:
+    reason: str  # Which workers failed, and how.
+    resumed_from_step: int | None  # None when the restarted run never said.
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Recovery:
+    restarts: tuple[Restart, ...]
+    limit: int | None
+    problem: str | None  # Why the keeper did not end well, if it did not.
+
+    def describe(self) -> str:
+        if self.limit is None:
+            return "restarts: unknown (the keeper left no record of them)"
+        if not self.restarts:
+            return f"restarts: none (limit {self.limit})"
+        done = "; ".join(
+            f"{number}: {restart.reason}, resumed from step "
+            + ("?" if restart.resumed_from_step is None else str(restart.resumed_from_step))
+            for number, restart in enumerate(self.restarts, 1)
+        )
+        return f"restarts: {len(self.restarts)} of at most {self.limit}: {done}"
+
+
+def starting_steps(log: str) -> list[int]:
+    """The step each run of a worker's trainer started from, in order (0: from scratch)."""
+    steps = []
+    for line in log.splitlines():
+        match = _START.match(line.strip())
+        if match:
+            steps.append(int(match.group(1) or 0))
+    return steps
+
+
+def from_keeper(record: WorkerRecord, chief_log: str) -> Recovery:
+    """The keeper's record, with the chief's log to say where each restarted run began."""
+    starts = starting_steps(chief_log)
+    reported = record.details.get("restarts", [])
+    restarts = tuple(
+        Restart(reason=entry.get("reason", "?"), resumed_from_step=starts[number] if number < len(starts) else None)
+        for number, entry in enumerate(reported, 1)
+    )
+    problem = None
+    if record.state == "missing":
+        problem = "the keeper never started (see its container's log)"
+    elif record.state == "running":
+        problem = "the keeper was still running when the verifier's timeout ran out"
+    elif record.state == "killed":
+        problem = f"the keeper was killed without an exit status; last line: {last_error_line(record.log)}"
+    elif record.exit_code != ExitCode.OK:
+        problem = f"exited {record.exit_code}: {last_error_line(record.log)}"
+    return Recovery(restarts=restarts, limit=record.details.get("limit"), problem=problem)

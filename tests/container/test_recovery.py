@@ -1,0 +1,117 @@
+"""Recovery (README.md, "Recovery"): a worker lost mid-training restarts the whole cluster, which
+resumes from the chief's newest checkpoint and ends with the metrics of an uninterrupted run."""
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from tests.container.conftest import ComposeProject, override
+from trainer.exitcodes import ExitCode
+
+pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
+
+RECOVERY = "compose.recovery.yaml"
+# Long enough epochs (about 2 s each) that a kill sent after epoch 1's line lands in epoch 2.
+STEPS = "250"
+SLOW = {"TRAIN_STEPS_PER_EPOCH": STEPS}
+
+
+def finals(project: ComposeProject) -> dict[str, dict]:
+    """Each worker's last final-metrics record, without the field that names the worker."""
+    records = {}
+    for service in ("worker-0", "worker-1"):
+        lines = [line for line in project.logs(service).splitlines() if line.startswith('{"event": "final"')]
+        assert lines, f"{service} printed no final metrics"
+        record = json.loads(lines[-1])
+        record.pop("worker")
+        records[service] = record
+    return records
+
+
+def kill(project: ComposeProject, service: str) -> None:
+    subprocess.run(["docker", "kill", project.container(service)], check=True, capture_output=True, timeout=30)
+
+
+def finish(running: subprocess.Popen, timeout: float = 180) -> tuple[int, str]:
+    output, _ = running.communicate(timeout=timeout)
+    return running.returncode, output
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(docker) -> dict:
+    """The final metrics of the same training with nothing killed, under the keeper too."""
+    project = ComposeProject(RECOVERY, environment=SLOW)
+    try:
+        result = project.verdict(timeout=180)
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "restarts: none (limit 3)" in result.stdout
+        records = finals(project)
+    finally:
+        project.down()
+    assert records["worker-0"] == records["worker-1"]
+    return records["worker-0"]
+
+
+def test_a_worker_killed_in_epoch_2_restarts_the_cluster_which_resumes_to_identical_metrics(
+    compose_project, uninterrupted
+):
+    project = compose_project(RECOVERY, environment=SLOW)
+    running = project.start_verdict()
+    project.wait_for_line("worker-0", "train | epoch:   1/3")
+    kill(project, "worker-1")
+    code, output = finish(running)
+
+    assert code == 0, output
+    # Resumed from epoch 1's checkpoint: the kill landed in epoch 2, and the restart really happened.
+    assert "restarts: 1 of at most 3: 1: worker-1 exited 137 (killed by SIGKILL), resumed from step 250" in output
+    assert "verdict: PASS: 2 of 2 workers agree (after 1 restart)" in output
+    assert "keeper | restart 1 of at most 3: worker-1 exited 137 (killed by SIGKILL)" in project.logs("keeper")
+    for service in ("worker-0", "worker-1"):
+        assert "checkpoint | resuming from step 250 (/checkpoints/step-00000250)" in project.logs(service)
+    # Bit for bit: the JSON carries every metric at full precision.
+    assert finals(project) == {"worker-0": uninterrupted, "worker-1": uninterrupted}
+    assert project.exit_code("keeper") == 0
+
+
+def test_a_chief_killed_while_writing_a_checkpoint_resumes_from_the_one_before(
+    tmp_path, compose_project, uninterrupted
+):
+    # The chief waits 2 s between writing each checkpoint and committing it: the kill lands there.
+    delay = override(tmp_path, {"worker-0": {"TFCLUSTER_FAULT_COMMIT_DELAY": "2"}})
+    project = compose_project(RECOVERY, delay, environment=SLOW)
+    running = project.start_verdict()
+    project.wait_for_line("worker-0", "checkpoint | step 500 written, committing in 2s")
+    kill(project, "worker-0")
+    code, output = finish(running)
+
+    assert code == 0, output
+    assert "worker-0 exited 137 (killed by SIGKILL), resumed from step 250" in output
+    log = project.logs("worker-0")
+    # The half-made step 500 was never loaded, and the next chief removed it.
+    assert "checkpoint | removing .partial-step-00000500, left by a save that never finished" in log
+    assert "checkpoint | resuming from step 250 (/checkpoints/step-00000250)" in log
+    assert finals(project) == {"worker-0": uninterrupted, "worker-1": uninterrupted}
+
+
+def test_a_failure_that_keeps_coming_back_ends_at_the_restart_limit(tmp_path, compose_project):
+    # Worker 1 crashes after step 6 every time: resumed from step 4, it gets there again.
+    crash = override(tmp_path, {"worker-1": {"TFCLUSTER_FAULT_EXIT_AT_STEP": "6"}})
+    project = compose_project(RECOVERY, crash, environment={"TF_RESTART_LIMIT": "1"})
+    started = time.monotonic()
+    result = project.verdict(timeout=180)
+    elapsed = time.monotonic() - started
+
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout
+    assert project.exit_code("keeper") == ExitCode.GAVE_UP
+    keeper_log = project.logs("keeper")
+    assert "keeper | restart 1 of at most 1: " in keeper_log
+    assert "after 1 restart(s) (TF_RESTART_LIMIT=1); stopping every worker" in keeper_log
+    assert "  - keeper: exited 8: keeper | gave up: " in result.stdout
+    assert "worker-1 exited 1" in result.stdout
+    # Two runs of the cluster, each crashing at the same step, and then no third.
+    assert project.logs("worker-1").count("fault | exiting 1 after step 6") == 2
+    assert elapsed < 120
+    for service in ("worker-0", "worker-1"):
+        assert not project.state(service)["State"]["Running"]

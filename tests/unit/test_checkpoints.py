@@ -1,0 +1,86 @@
+"""The checkpoint store's commit protocol, with a stand-in for TensorFlow's `write(prefix)`."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from trainer import checkpoints
+from trainer.checkpoints import Store
+
+
+def fake_write(prefix: str) -> None:
+    """What tf.train.Checkpoint.write leaves: an index and a data file beside the prefix."""
+    Path(prefix + ".index").write_text("index")
+    Path(prefix + ".data-00000-of-00001").write_text("data")
+
+
+def chief(directory, **keywords):
+    said = []
+    return Store(directory, is_chief=True, say=said.append, **keywords), said
+
+
+def test_a_saved_step_is_the_latest_complete_checkpoint(tmp_path):
+    store, said = chief(tmp_path)
+    assert store.latest() is None
+    store.save(4, fake_write)
+    store.save(8, fake_write)
+    step, prefix = store.latest()
+    assert step == 8
+    assert prefix == tmp_path / "step-00000008" / checkpoints.PREFIX
+    assert sorted(os.listdir(prefix.parent)) == ["state.data-00000-of-00001", "state.index"]
+    assert said[0] == "checkpoint | saving step 4"
+    assert said[1].startswith("checkpoint | step 4 saved to ")
+
+
+def test_only_the_newest_checkpoints_are_kept(tmp_path):
+    store, _ = chief(tmp_path)
+    for step in (4, 8, 12, 16):
+        store.save(step, fake_write)
+    assert checkpoints.complete_steps(tmp_path) == [12, 16]
+
+
+def test_a_save_that_dies_before_its_commit_is_never_loaded_and_is_cleared(tmp_path):
+    store, _ = chief(tmp_path)
+    store.save(4, fake_write)
+
+    def dies_half_way(prefix):
+        Path(prefix + ".index").write_text("index")
+        raise KeyboardInterrupt  # Stands for the kill: the save stops here.
+
+    with pytest.raises(KeyboardInterrupt):
+        store.save(8, dies_half_way)
+    assert store.latest()[0] == 4  # The half-written step 8 is not a checkpoint.
+    assert (tmp_path / ".partial-step-00000008").is_dir()
+
+    restarted, said = chief(tmp_path)
+    assert restarted.latest()[0] == 4
+    assert not (tmp_path / ".partial-step-00000008").exists()
+    assert said == ["checkpoint | removing .partial-step-00000008, left by a save that never finished"]
+
+
+def test_other_workers_write_and_keep_nothing(tmp_path):
+    written = []
+
+    def write(prefix):
+        fake_write(prefix)
+        written.append(Path(prefix).parent)
+
+    store = Store(tmp_path / "shared", is_chief=False, say=print)
+    store.save(4, write)
+    assert written and not written[0].exists()  # Its own temporary directory, deleted.
+    assert not (tmp_path / "shared").exists()  # It never touches the chief's directory.
+
+
+def test_a_commit_delay_is_announced(tmp_path):
+    store, said = chief(tmp_path, commit_delay=0.01)
+    store.save(4, fake_write)
+    assert "checkpoint | step 4 written, committing in 0.01s (a fault asked for)" in said
+    assert store.latest()[0] == 4
+
+
+def test_unrelated_files_are_not_checkpoints(tmp_path):
+    (tmp_path / "step-12").mkdir()  # Too few digits to be one of ours.
+    (tmp_path / "notes.txt").write_text("")
+    assert checkpoints.complete_steps(tmp_path) == []
+    assert checkpoints.complete_steps(tmp_path / "absent") == []

@@ -1,0 +1,66 @@
+"""The verifier's account of the keeper's restarts (scripts/verifier/recovery.py)."""
+
+from verifier import render
+from verifier.recovery import from_keeper, starting_steps
+from verifier.verdict import WorkerReport, judge
+
+from trainer.results import WorkerRecord
+
+FINAL = '{"event": "final", "worker": 0, "workers": 2, "replicas": 2, "final_loss": 0.41}'
+CHIEF_LOG = "\n".join(
+    [
+        "checkpoint | none in /checkpoints: starting at step 0",
+        "checkpoint | step 4 saved to /checkpoints/step-00000004 in 0.02s",
+        "checkpoint | resuming from step 4 (/checkpoints/step-00000004)",
+        FINAL,
+    ]
+)
+
+
+def keeper(exit_code=0, restarts=({"failed": {"worker-1": 137}, "reason": "worker-1 exited 137 (killed by SIGKILL)"},)):
+    details = {"restarts": list(restarts), "limit": 3}
+    return WorkerRecord("keeper", "exited", exit_code, "keeper | gave up: worker-1 exited 1\n", details)
+
+
+def workers():
+    return [
+        WorkerReport(name=f"worker-{index}", state="exited", exit_code=0, log=CHIEF_LOG if index == 0 else FINAL)
+        for index in range(2)
+    ]
+
+
+def test_each_start_of_the_trainer_is_found_in_order():
+    assert starting_steps(CHIEF_LOG) == [0, 4]
+
+
+def test_a_restart_is_reported_with_the_step_it_resumed_from():
+    recovery = from_keeper(keeper(), CHIEF_LOG)
+    verdict = judge(workers(), expected_workers=2, recovery=recovery)
+    assert verdict.passed
+    table = render.table(verdict)
+    assert "restarts: 1 of at most 3: 1: worker-1 exited 137 (killed by SIGKILL), resumed from step 4" in table
+    assert "verdict: PASS: 2 of 2 workers agree (after 1 restart): replicas=2" in table
+    assert '"restarts": [{"reason": "worker-1 exited 137 (killed by SIGKILL)", "resumed_from_step": 4}]' in (
+        render.as_json(verdict)
+    )
+
+
+def test_a_keeper_that_gave_up_fails_the_verdict_with_its_reason():
+    recovery = from_keeper(keeper(exit_code=8), CHIEF_LOG)
+    verdict = judge(workers(), expected_workers=2, recovery=recovery)
+    assert not verdict.passed
+    assert verdict.problems[0] == "keeper: exited 8: keeper | gave up: worker-1 exited 1"
+
+
+def test_a_keeper_that_never_reported_fails_the_verdict():
+    missing = WorkerRecord("keeper", "missing", None, "")
+    verdict = judge(workers(), expected_workers=2, recovery=from_keeper(missing, CHIEF_LOG))
+    assert verdict.problems == ("keeper: the keeper never started (see its container's log)",)
+
+
+def test_no_restarts_say_so():
+    recovery = from_keeper(keeper(restarts=()), "checkpoint | none in /checkpoints: starting at step 0")
+    assert recovery.describe() == "restarts: none (limit 3)"
+    assert render.summary(judge(workers(), expected_workers=2, recovery=recovery)).startswith(
+        "verdict: PASS: 2 of 2 workers agree: "
+    )

@@ -1,0 +1,192 @@
+"""The keeper: when a worker fails, it restarts the whole cluster, up to a limit.
+
+`python -m trainer.keeper`, the `keeper` service of compose.recovery.yaml. Why a service of its own:
+TensorFlow rejects a restarted worker as a new incarnation unless every worker restarts, and
+Docker never restarts a container stopped by `docker kill` (a manual stop), so restart policies
+alone cannot bring a cluster back. The keeper watches the project's worker containers (label
+`tfcluster.role=worker`) through the Docker API; when one ends with a failure, it kills the
+others and starts them all again, and they resume from the chief's newest checkpoint
+(trainer/checkpoints.py). After TF_RESTART_LIMIT restarts it stops every worker and gives up.
+
+It judges from the containers' states, not from the events themselves: an event only wakes it,
+so a death it caused itself, or one it learned of twice, cannot make it act twice. What it did
+goes to the results directory as `keeper.status`/`.log`/`.lock` (trainer/results.py), where the
+verifier waits for it before judging the workers.
+
+Exit codes: 0 every worker finished well; 8 it gave up (limit reached, or a failure a restart
+cannot cure, such as a configuration error); 2 bad configuration; 143 stopped by a signal.
+"""
+
+import contextlib
+import dataclasses
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from trainer.exitcodes import ExitCode
+from trainer.results import Recorder, WorkerFiles
+from trainer.settings import restart_limit
+
+ROLE_LABEL = "tfcluster.role=worker"
+PROJECT_LABEL = "com.docker.compose.project"
+NAME = "keeper"
+# Failures a restart would only repeat: the worker's own verdict on its configuration or result.
+NOT_RESTARTABLE = {ExitCode.CONFIG_ERROR: "a configuration error", ExitCode.TRAINING_CHECK_FAILED: "a failed check"}
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerState:
+    name: str
+    running: bool
+    exit_code: int | None  # None while it runs, or before it first started.
+    oom_killed: bool
+
+    def describe(self) -> str:
+        if self.oom_killed:
+            return f"exited {self.exit_code} (killed: out of memory)"
+        if self.exit_code is not None and self.exit_code > 128:
+            return f"exited {self.exit_code} (killed by {signal.Signals(self.exit_code - 128).name})"
+        return f"exited {self.exit_code}"
+
+
+class Keeper:
+    def __init__(self, client: docker.DockerClient, project: str, *, limit: int, recorder: Recorder | None):
+        self._client = client
+        self._filters = {"label": [f"{PROJECT_LABEL}={project}", ROLE_LABEL]}
+        self._limit = limit
+        self._recorder = recorder
+        self.restarts: list[dict] = []
+
+    def say(self, line: str) -> None:
+        text = f"keeper | {line}\n"
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        if self._recorder:
+            self._recorder.log_line(text)
+
+    def run(self) -> int:
+        # Subscribed before the first look, so no death falls between the two.
+        events = self._client.events(decode=True, filters={**self._filters, "type": "container", "event": "die"})
+        try:
+            workers = self._workers()
+            if not workers:
+                self.say(f"no worker containers (label {ROLE_LABEL}) in this project: nothing to keep")
+                return ExitCode.CONFIG_ERROR
+            self.say(
+                f"keeping {len(workers)} workers ({', '.join(sorted(w.name for w in self._states()))}), "
+                f"up to {self._limit} restart(s) of the whole cluster"
+            )
+            while True:
+                outcome = self._assess()
+                if outcome is not None:
+                    return outcome
+                next(events)  # Blocks until some worker dies; then look again at all of them.
+        finally:
+            events.close()
+
+    def _assess(self) -> int | None:
+        states = self._states()
+        failed = [state for state in states if not state.running and state.exit_code not in (None, 0)]
+        if not failed:
+            if all(state.exit_code == 0 for state in states):
+                self.say(f"every worker finished well, after {len(self.restarts)} restart(s)")
+                return ExitCode.OK
+            return None
+        what = ", ".join(f"{state.name} {state.describe()}" for state in failed)
+        incurable = [NOT_RESTARTABLE[s.exit_code] for s in failed if s.exit_code in NOT_RESTARTABLE]
+        if incurable:
+            self.say(f"gave up: {what}: {incurable[0]}, which a restart would only repeat; stopping every worker")
+            self._kill_all()
+            return ExitCode.GAVE_UP
+        if len(self.restarts) >= self._limit:
+            self.say(
+                f"gave up: {what}, after {len(self.restarts)} restart(s) (TF_RESTART_LIMIT={self._limit}); "
+                "stopping every worker"
+            )
+            self._kill_all()
+            return ExitCode.GAVE_UP
+        self.restarts.append({"failed": {state.name: state.exit_code for state in failed}, "reason": what})
+        self.say(f"restart {len(self.restarts)} of at most {self._limit}: {what}; restarting every worker")
+        self._kill_all()
+        since = time.time()
+        for container in self._workers():
+            container.start()
+            # `docker compose up` does not follow a container that something else started again.
+            threading.Thread(target=self._echo, args=(container, since), daemon=True).start()
+        return None
+
+    def _echo(self, container, since: float) -> None:
+        """Shows a restarted worker's output as this service's, until the worker ends."""
+        name = container.labels.get("com.docker.compose.service", container.name)
+        with contextlib.suppress(docker.errors.DockerException):
+            for line in container.logs(stream=True, follow=True, since=since):
+                sys.stdout.write(f"{name} | {line.decode(errors='replace')}")
+                sys.stdout.flush()
+
+    def _workers(self):
+        return self._client.containers.list(all=True, filters=self._filters)
+
+    def _states(self) -> list[WorkerState]:
+        states = []
+        for container in self._workers():
+            state = container.attrs["State"]
+            started = not state.get("StartedAt", "").startswith("0001-")
+            states.append(
+                WorkerState(
+                    name=container.labels.get("com.docker.compose.service", container.name),
+                    running=state["Running"],
+                    exit_code=None if state["Running"] or not started else state["ExitCode"],
+                    oom_killed=state.get("OOMKilled", False),
+                )
+            )
+        return states
+
+    def _kill_all(self) -> None:
+        """SIGKILL, since TensorFlow ignores SIGTERM; then wait until each has really stopped."""
+        for container in self._workers():
+            with contextlib.suppress(docker.errors.APIError):  # It had already stopped.
+                container.kill()
+        for container in self._workers():
+            container.wait(condition="not-running")
+
+
+def main() -> int:
+    results_dir = os.environ.get("TF_RESULTS_DIR", "").strip()
+    recorder = Recorder(WorkerFiles(Path(results_dir), NAME)) if results_dir else None
+    try:
+        limit = restart_limit(os.environ)
+        client = docker.from_env()
+        # Its own container says which Compose project to keep (its hostname is its container ID).
+        project = client.containers.get(socket.gethostname()).labels[PROJECT_LABEL]
+    except (ValueError, KeyError, docker.errors.DockerException) as error:
+        message = f"keeper: config error: {error}"
+        print(message, file=sys.stderr, flush=True)
+        if recorder:
+            recorder.log_line(message + "\n")
+            recorder.finish(ExitCode.CONFIG_ERROR)
+        return ExitCode.CONFIG_ERROR
+
+    keeper = Keeper(client, project, limit=limit, recorder=recorder)
+
+    def stop(signum, _frame):
+        raise SystemExit(ExitCode.TERMINATED)
+
+    signal.signal(signal.SIGTERM, stop)
+    code = ExitCode.TERMINATED
+    try:
+        code = keeper.run()
+    finally:
+        if recorder:
+            recorder.finish(code, restarts=keeper.restarts, limit=limit)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
