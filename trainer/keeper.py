@@ -87,7 +87,10 @@ class Keeper:
                 outcome = self._assess()
                 if outcome is not None:
                     return outcome
-                next(events)  # Blocks until some worker dies; then look again at all of them.
+                # Blocks until some worker dies; then it looks again at all of them.
+                if next(events, None) is None:
+                    self.say("gave up: the Docker engine closed its event stream")
+                    return ExitCode.GAVE_UP
         finally:
             events.close()
 

@@ -1,0 +1,128 @@
+"""The keeper's decisions (trainer/keeper.py), against a stand-in for the Docker API."""
+
+import pytest
+
+from trainer.exitcodes import ExitCode
+from trainer.keeper import Keeper
+
+
+class FakeContainer:
+    def __init__(self, cluster, name):
+        self.cluster, self.name = cluster, name
+        self.labels = {"com.docker.compose.service": name}
+        self.exit_code, self.running, self.started = None, True, 1
+
+    @property
+    def attrs(self):
+        started = "2026-11-30T00:00:00Z" if self.started else "0001-01-01T00:00:00Z"
+        exit_code = 0 if self.exit_code is None else self.exit_code
+        return {"State": {"Running": self.running, "ExitCode": exit_code, "StartedAt": started, "OOMKilled": False}}
+
+    def end(self, exit_code):
+        self.running, self.exit_code = False, exit_code
+
+    def kill(self):
+        self.cluster.calls.append(("kill", self.name))
+        if self.running:
+            self.end(137)
+
+    def wait(self, condition):
+        assert condition == "not-running" and not self.running
+
+    def start(self):
+        self.cluster.calls.append(("start", self.name))
+        self.running, self.exit_code, self.started = True, None, self.started + 1
+        self.cluster.on_start(self)
+
+    def logs(self, **_):
+        return iter([b"resumed\n"])
+
+
+class FakeCluster:
+    """Two workers; `script` ends them, one step per event the keeper waits for."""
+
+    def __init__(self, script, on_start=lambda container: None):
+        self.workers = [FakeContainer(self, "worker-0"), FakeContainer(self, "worker-1")]
+        self.script, self.on_start, self.calls = list(script), on_start, []
+        self.containers = self
+
+    def list(self, all, filters):
+        assert all and "tfcluster.role=worker" in filters["label"]
+        return self.workers
+
+    def events(self, decode, filters):
+        assert filters["event"] == "die"
+        cluster = self
+
+        class Events:
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                if not cluster.script:
+                    raise StopIteration
+                cluster.script.pop(0)(cluster)
+                return {"status": "die"}
+
+            def close(self):
+                pass
+
+        return Events()
+
+
+def ends(**codes):
+    return lambda cluster: [w.end(codes[w.name]) for w in cluster.workers if w.name in codes]
+
+
+def keeper(cluster, limit=3):
+    return Keeper(cluster, "project", limit=limit, recorder=None)
+
+
+def test_a_cluster_that_finishes_well_is_left_alone():
+    cluster = FakeCluster([ends(**{"worker-0": 0, "worker-1": 0})])
+    kept = keeper(cluster)
+    assert kept.run() == ExitCode.OK
+    assert kept.restarts == [] and cluster.calls == []
+
+
+def test_a_killed_worker_restarts_every_worker_once(capsys):
+    def finish_after_restart(container):
+        if container.name == "worker-1":
+            cluster.script.append(ends(**{"worker-0": 0, "worker-1": 0}))
+
+    cluster = FakeCluster([ends(**{"worker-1": 137})], on_start=finish_after_restart)
+    kept = keeper(cluster)
+    assert kept.run() == ExitCode.OK
+    assert kept.restarts == [{"failed": {"worker-1": 137}, "reason": "worker-1 exited 137 (killed by SIGKILL)"}]
+    # The survivor is killed too (TensorFlow takes no single restarted worker), then both start.
+    assert cluster.calls == [("kill", "worker-0"), ("kill", "worker-1"), ("start", "worker-0"), ("start", "worker-1")]
+    output = capsys.readouterr().out
+    assert "keeper | restart 1 of at most 3: worker-1 exited 137 (killed by SIGKILL); restarting every worker" in output
+    assert "keeper | every worker finished well, after 1 restart(s)" in output
+
+
+def test_at_the_limit_it_stops_every_worker_and_gives_up(capsys):
+    cluster = FakeCluster([ends(**{"worker-1": 1})])
+    kept = keeper(cluster, limit=0)
+    assert kept.run() == ExitCode.GAVE_UP
+    assert ("start", "worker-0") not in cluster.calls and ("kill", "worker-0") in cluster.calls
+    assert not cluster.workers[0].running
+    assert (
+        "keeper | gave up: worker-1 exited 1, after 0 restart(s) (TF_RESTART_LIMIT=0); stopping every worker"
+        in capsys.readouterr().out
+    )
+
+
+@pytest.mark.parametrize(("code", "why"), [(2, "a configuration error"), (3, "a failed check")])
+def test_a_failure_a_restart_would_repeat_is_not_restarted(capsys, code, why):
+    cluster = FakeCluster([ends(**{"worker-0": code})])
+    kept = keeper(cluster)
+    assert kept.run() == ExitCode.GAVE_UP
+    assert kept.restarts == [] and not any(call[0] == "start" for call in cluster.calls)
+    assert f"gave up: worker-0 exited {code}: {why}, which a restart would only repeat" in capsys.readouterr().out
+
+
+def test_a_lost_event_stream_is_no_hang(capsys):
+    cluster = FakeCluster([])  # No event will ever come, and the workers still run.
+    assert keeper(cluster).run() == ExitCode.GAVE_UP
+    assert "gave up: the Docker engine closed its event stream" in capsys.readouterr().out
