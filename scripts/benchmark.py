@@ -87,20 +87,27 @@ def bare_processes(module: str) -> list[str]:
     ports = [_free_port(), _free_port()]
     cluster = [f"127.0.0.1:{port}" for port in ports]
     processes = []
-    for index in range(2):
-        tf_config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
-        environment = {**os.environ, "TF_CONFIG": json.dumps(tf_config), "PYTHONPATH": str(ROOT)}
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-m", module],
-                cwd=ROOT,
-                env=environment,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
+    # Checkpoints as in compose.yaml, so that both sides do the same work.
+    with tempfile.TemporaryDirectory(prefix="tfc-bench-checkpoints-") as checkpoints:
+        for index in range(2):
+            tf_config = {"cluster": {"worker": cluster}, "task": {"type": "worker", "index": index}}
+            environment = {
+                **os.environ,
+                "TF_CONFIG": json.dumps(tf_config),
+                "PYTHONPATH": str(ROOT),
+                "TF_CHECKPOINT_DIR": checkpoints,
+            }
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", module],
+                    cwd=ROOT,
+                    env=environment,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                    text=True,
+                )
             )
-        )
-    outputs = [process.communicate(timeout=300)[0] for process in processes]
+        outputs = [process.communicate(timeout=300)[0] for process in processes]
     if any(process.returncode != 0 for process in processes):
         raise RuntimeError(f"the bare-process run of {module} failed: {outputs}")
     return outputs
