@@ -13,6 +13,7 @@ docs/benchmark.png (a chart). scripts/benchmark (the shell wrapper) sets up .ven
 import argparse
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
@@ -55,11 +56,20 @@ FLOOR_OVERRIDE = """services:
 """
 
 
-def compose(*arguments: str, files: tuple[Path, ...] = (), check: bool = True) -> subprocess.CompletedProcess:
+def compose(
+    *arguments: str, files: tuple[Path, ...] = (), check: bool = True, environment: dict | None = None
+) -> subprocess.CompletedProcess:
     command = ["docker", "compose", "-p", PROJECT, "-f", str(ROOT / "compose.yaml")]
     for file in files:
         command += ["-f", str(file)]
-    return subprocess.run([*command, *arguments], cwd=ROOT, capture_output=True, text=True, check=check)
+    return subprocess.run(
+        [*command, *arguments],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=check,
+        env={**os.environ, **(environment or {})},
+    )
 
 
 def time_compose_run(workers: int = 2, override_text: str = "") -> float:
@@ -378,12 +388,76 @@ def chart(result: dict, path: Path) -> None:
     figure.savefig(path, dpi=100)
 
 
+# -- network profiles (compose.network.yaml) --------------------------------------------------------
+
+NETWORK_PROFILES = ("lan", "wan", "lossy", "thin")
+_USED = re.compile(r"training program used ([\d.]+)s")
+_MEASURED = re.compile(r"^verifier-1  \| (worker-0: network .*)$", re.MULTILINE)
+
+
+def network_run(profile: str, steps: int) -> tuple[float, str]:
+    """Worker 0's training time (its launcher's figure) and its shaper's measurements, under `profile`."""
+    files = (ROOT / "compose.network.yaml",)
+    environment = {"TF_NETWORK_PROFILE": profile, "TRAIN_STEPS_PER_EPOCH": str(steps)}
+    compose("down", "--volumes", "--timeout", "1", files=files)
+    try:
+        result = compose(
+            "up", "--exit-code-from", "verifier", "verifier", files=files, check=False, environment=environment
+        )
+        log = compose("logs", "--no-log-prefix", "worker-0", files=files).stdout
+    finally:
+        compose("down", "--volumes", "--timeout", "1", files=files)
+    used, measured = _USED.search(log), _MEASURED.search(result.stdout)
+    if result.returncode != 0 or not used or not measured:
+        raise RuntimeError(f"the {profile} run failed (exit {result.returncode}):\n{result.stdout}")
+    return float(used.group(1)), measured.group(1)
+
+
+def network_table(runs: int, steps: int) -> str:
+    seconds: dict[str, list[float]] = {profile: [] for profile in NETWORK_PROFILES}
+    measured: dict[str, str] = {}
+    for run in range(runs):
+        for profile in NETWORK_PROFILES:  # Alternating, as the other cases.
+            used, measured[profile] = network_run(profile, steps)
+            seconds[profile].append(used)
+        print(f"run {run + 1}/{runs}: " + "  ".join(f"{p} {seconds[p][-1]:.1f}s" for p in NETWORK_PROFILES), flush=True)
+    medians = {profile: statistics.median(values) for profile, values in seconds.items()}
+    lines = [
+        f"Medians of {runs} alternating runs, {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}: the default",
+        f"training with {steps} steps an epoch ({3 * steps} steps), two workers, each profile applied by",
+        "compose.network.yaml. Time: worker 0's training program, from its start (TensorFlow's import",
+        "included) to its exit, as its launcher reports it. Measured: worker 0's shaper, before training.",
+        "",
+        "| profile | training time | vs lan | measured before training (worker 0 to worker 1) |",
+        "|---|---|---|---|",
+    ]
+    for profile in NETWORK_PROFILES:
+        ratio = medians[profile] / medians["lan"]
+        lines.append(
+            f"| {profile} | {medians[profile]:.1f} s | {ratio:.2f} x | {measured[profile].split(': ', 1)[1]} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3, help="runs of each timed case (default 3)")
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        help="only the network profiles: training time under each, against lan (docs/network-benchmark.md)",
+    )
+    parser.add_argument("--steps", type=int, default=50, help="with --network: steps an epoch (default 50)")
     arguments = parser.parse_args(argv)
     if arguments.runs < 1:
         parser.error(f"--runs ({arguments.runs}) must be at least 1")
+    if arguments.steps < 1:
+        parser.error(f"--steps ({arguments.steps}) must be at least 1")
+    if arguments.network:
+        text = network_table(arguments.runs, arguments.steps)
+        (DOCS / "network-benchmark.md").write_text("# Training under each network profile\n\n" + text)
+        print(text)
+        return 0
     result = measure(arguments.runs)
     (DOCS / "benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
     (DOCS / "benchmark.md").write_text("# Benchmark\n\n" + table(result))

@@ -90,6 +90,7 @@ def main(argv: list[str]) -> int:
         print(f"verify: {error}", file=sys.stderr)
         return ExitCode.CONFIG_ERROR
     recovery = None
+    shaped: tuple[str, ...] = ()
     if arguments.results:
         if names is None:
             print("verify: --results needs the expected workers: --workers or TF_WORKER_HOSTS", file=sys.stderr)
@@ -107,6 +108,7 @@ def main(argv: list[str]) -> int:
             recovery = from_keeper(keeper_record, reports[0].log if reports else "")
         else:
             reports = sources.from_results_dir(arguments.results, names, timeout=timeout, start_timeout=start_timeout)
+        shaped = sources.network_reports(arguments.results, names)
     else:
         missing = [str(path) for path in arguments.logs if not path.is_file()]
         if missing:
@@ -118,6 +120,7 @@ def main(argv: list[str]) -> int:
         expected_workers=len(names) if names else len(reports),
         tolerance=arguments.tolerance,
         recovery=recovery,
+        network=shaped,
     )
     print(render.as_json(verdict) if arguments.json else render.table(verdict), flush=True)
     if arguments.junit:

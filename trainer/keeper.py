@@ -31,7 +31,7 @@ import docker
 import docker.errors
 
 from trainer.exitcodes import ExitCode
-from trainer.results import Recorder, WorkerFiles
+from trainer.results import Recorder, WorkerFiles, config_error
 from trainer.settings import restart_limit
 
 ROLE_LABEL = "tfcluster.role=worker"
@@ -47,6 +47,7 @@ class WorkerState:
     running: bool
     exit_code: int | None  # None while it runs, or before it first started.
     oom_killed: bool
+    finished_at: str = ""  # Docker's RFC 3339 time, its fraction padded so that it sorts as text.
 
     def describe(self) -> str:
         if self.oom_killed:
@@ -54,6 +55,12 @@ class WorkerState:
         if self.exit_code is not None and self.exit_code > 128:
             return f"exited {self.exit_code} (killed by {signal.Signals(self.exit_code - 128).name})"
         return f"exited {self.exit_code}"
+
+
+def _sortable(moment: str) -> str:
+    """Docker drops trailing zeros from the nanoseconds; put them back, so text order is time order."""
+    head, _, fraction = moment.rstrip("Z").partition(".")
+    return f"{head}.{fraction.ljust(9, '0')}"
 
 
 class Keeper:
@@ -96,7 +103,11 @@ class Keeper:
 
     def _assess(self) -> int | None:
         states = self._states()
-        failed = [state for state in states if not state.running and state.exit_code not in (None, 0)]
+        # First the one that failed first: the others usually only lost it.
+        failed = sorted(
+            (state for state in states if not state.running and state.exit_code not in (None, 0)),
+            key=lambda state: state.finished_at,
+        )
         if not failed:
             if all(state.exit_code == 0 for state in states):
                 self.say(f"every worker finished well, after {len(self.restarts)} restart(s)")
@@ -147,6 +158,7 @@ class Keeper:
                     running=state["Running"],
                     exit_code=None if state["Running"] or not started else state["ExitCode"],
                     oom_killed=state.get("OOMKilled", False),
+                    finished_at=_sortable(state.get("FinishedAt", "")),
                 )
             )
         return states
@@ -169,12 +181,7 @@ def main() -> int:
         # Its own container says which Compose project to keep (its hostname is its container ID).
         project = client.containers.get(socket.gethostname()).labels[PROJECT_LABEL]
     except (ValueError, KeyError, docker.errors.DockerException) as error:
-        message = f"keeper: config error: {error}"
-        print(message, file=sys.stderr, flush=True)
-        if recorder:
-            recorder.log_line(message + "\n")
-            recorder.finish(ExitCode.CONFIG_ERROR)
-        return ExitCode.CONFIG_ERROR
+        return config_error("keeper", str(error), recorder)
 
     keeper = Keeper(client, project, limit=limit, recorder=recorder)
 

@@ -12,9 +12,8 @@ import sys
 from pathlib import Path
 
 from trainer import cluster as cluster_config
-from trainer import rendezvous
-from trainer.exitcodes import ExitCode
-from trainer.results import Recorder, WorkerFiles
+from trainer import network, rendezvous
+from trainer.results import Recorder, WorkerFiles, config_error
 from trainer.settings import LaunchSettings, TrainingSettings
 from trainer.supervisor import Deadlines, Supervisor
 
@@ -33,7 +32,12 @@ def main(argv: list[str]) -> int:
         name = socket.gethostname()
         return _config_error(str(error), Recorder(WorkerFiles(Path(results_dir), name)) if results_dir else None)
 
-    recorder = Recorder(WorkerFiles(Path(launch.results_dir), cluster.host)) if launch.results_dir else None
+    # The running status names the cluster, for the worker's network shaper (shaper/__main__.py).
+    recorder = (
+        Recorder(WorkerFiles(Path(launch.results_dir), cluster.host), workers=list(cluster.workers))
+        if launch.results_dir
+        else None
+    )
     try:
         supervisor = Supervisor(
             cluster=cluster,
@@ -41,6 +45,7 @@ def main(argv: list[str]) -> int:
             rendezvous_base_port=launch.rendezvous_port,
             deadlines=Deadlines(join=launch.join_timeout, run=launch.run_timeout),
             recorder=recorder,
+            shaped_in=launch.results_dir if os.environ.get(network.VARIABLE, "").strip() else None,
         )
     except OSError as error:  # The rendezvous port is taken, most likely.
         return _config_error(f"cannot serve the rendezvous on port {launch.rendezvous_port}: {error}", recorder)
@@ -50,13 +55,7 @@ def main(argv: list[str]) -> int:
 
 
 def _config_error(reason: str, recorder: Recorder | None) -> int:
-    """One line on stderr (and in the results, for the verifier), and the config-error exit code."""
-    message = f"trainer: config error: {reason}"
-    print(message, file=sys.stderr, flush=True)
-    if recorder:
-        recorder.log_line(message + "\n")
-        recorder.finish(ExitCode.CONFIG_ERROR)
-    return ExitCode.CONFIG_ERROR
+    return config_error("trainer", reason, recorder)
 
 
 def _check_rendezvous_port(cluster: cluster_config.Cluster, base: int) -> None:

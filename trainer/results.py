@@ -17,9 +17,12 @@ import dataclasses
 import fcntl
 import json
 import os
+import sys
 import threading
 import time
 from pathlib import Path
+
+from trainer.exitcodes import ExitCode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,13 +46,14 @@ class WorkerFiles:
 class Recorder:
     """The launcher's side: hold the lock, write the status, append the log."""
 
-    def __init__(self, files: WorkerFiles):
+    def __init__(self, files: WorkerFiles, **published):
         self._files = files
+        self._published = published  # What else the running status says (a worker's cluster).
         files.directory.mkdir(parents=True, exist_ok=True)
         self._lock = open(files.lock, "a")  # noqa: SIM115 - held open for the process's lifetime.
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         self._log = open(files.log, "a", encoding="utf-8")  # noqa: SIM115 - closed in finish().
-        self._write_status({"state": "running", "pid": os.getpid()})
+        self._write_status({"state": "running", "pid": os.getpid(), **published})
 
     def log_line(self, line: str) -> None:
         self._log.write(line)
@@ -119,3 +123,13 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return ""
+
+
+def config_error(program: str, reason: str, recorder: Recorder | None) -> int:
+    """One line on stderr (and in the results, for the verifier), and the config-error exit code."""
+    message = f"{program}: config error: {reason}"
+    print(message, file=sys.stderr, flush=True)
+    if recorder:
+        recorder.log_line(message + "\n")
+        recorder.finish(ExitCode.CONFIG_ERROR)
+    return ExitCode.CONFIG_ERROR

@@ -1,6 +1,8 @@
 """Supervises one worker's training program so that no failure hangs or passes silently.
 
 Phases, each bounded:
+0. Network (with compose.network.yaml only, within the join deadline): wait until this worker's
+   shaper has applied its profile and measured every link (trainer/network.py).
 1. Rendezvous (up to the join deadline): every peer must answer with the same configuration.
    Progress is printed at least every 10 s; a mismatch or an absent peer ends the worker. This
    project's own programs are started at once and import TensorFlow meanwhile, held at a gate
@@ -25,7 +27,7 @@ import threading
 import time
 
 from trainer import gate as trainer_gate
-from trainer import rendezvous
+from trainer import network, rendezvous
 from trainer.cluster import Cluster, host_of
 from trainer.exitcodes import ExitCode
 from trainer.peers import PeerWatch
@@ -69,11 +71,13 @@ class Supervisor:
         rendezvous_base_port: int,
         deadlines: Deadlines,
         recorder: Recorder | None,
+        shaped_in: str | None = None,
     ):
         self._cluster = cluster
         self._fingerprint = fingerprint
         self._deadlines = deadlines
         self._recorder = recorder
+        self._shaped_in = shaped_in  # The results directory the shaper reports to, if shaped.
         self._me = cluster.address
         self._base_port = rendezvous_base_port
         self._server = rendezvous.Server(
@@ -133,6 +137,8 @@ class Supervisor:
         return exit_code
 
     def _run(self, command, environment) -> int:
+        if self._shaped_in and (ended := self._ended_by(self._wait_for_shaping())) is not None:
+            return ended
         gate = None
         if honours_gate(command):
             # Started now, it imports TensorFlow while the workers meet and waits at the gate.
@@ -142,15 +148,21 @@ class Supervisor:
         failure = self._rendezvous()
         if gate is not None:
             self._open_or_shut(gate, go=failure is None and self._stop_signal is None)
+        if (ended := self._ended_by(failure)) is not None:
+            return ended
+        if gate is None:
+            self._start(command, environment)
+        return self._supervise()
+
+    def _ended_by(self, failure: tuple[int, str] | None) -> int | None:
+        """The exit code if a phase ended the run (a signal, or a failure it names), else None."""
         if self._stop_signal is not None:
             return self._stopped_code()
         if failure:
             code, message = failure
             self.say(message)
             return code
-        if gate is None:
-            self._start(command, environment)
-        return self._supervise()
+        return None
 
     def _open_or_shut(self, gate: int, *, go: bool) -> None:
         """Lets a gated program start training, or ends it without its touching the cluster."""
@@ -160,6 +172,24 @@ class Supervisor:
         os.close(gate)  # Without `go`, the program reads the end of the pipe and gives up...
         if not go:
             self._end_program()  # ...or is made to.
+
+    def _wait_for_shaping(self) -> tuple[int, str] | None:
+        started = time.monotonic()
+        deadline = started + self._deadlines.join
+        self.say("waiting for this worker's network shaper")
+        while (report := network.read_report(self._shaped_in, self._cluster.host)) is None:
+            if time.monotonic() >= deadline:
+                return ExitCode.CONFIG_ERROR, (
+                    f"no network measurements from this worker's shaper within the {self._deadlines.join:.0f}s join "
+                    f"deadline (is compose.network.yaml's shaper running? its log says why)"
+                )
+            if self._ended.wait(CHECK_INTERVAL):  # A signal; nothing to wait on but the shaper's file.
+                return None
+        self.say(network.summary(report))
+        if not report.get("ok"):
+            missed = "; ".join(check["check"] for check in report.get("checks", []) if not check["ok"])
+            return ExitCode.CONFIG_ERROR, f"the network shaping misses its profile: {missed}"
+        return None
 
     # -- rendezvous -----------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ def table(verdict: Verdict) -> str:
         rows.append([worker.name, worker.status, *(_cell(metrics.get(key)) for key in columns)])
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in rows]
+    lines.extend(verdict.network)
     if verdict.recovery:
         lines.append(verdict.recovery.describe())
     lines.append(summary(verdict))
@@ -58,6 +59,7 @@ def as_json(verdict: Verdict) -> str:
             "differences": list(verdict.differences),
             "problems": list(verdict.problems),
             "metrics": verdict.metrics,
+            "network": list(verdict.network),
             "restarts": None
             if verdict.recovery is None
             else [

@@ -3,6 +3,7 @@
 import time
 from pathlib import Path
 
+from trainer import network
 from trainer.results import WorkerFiles, WorkerRecord, wait_for_exit
 from verifier.verdict import WorkerReport
 
@@ -39,3 +40,9 @@ def from_log_files(paths: list[Path]) -> list[WorkerReport]:
         WorkerReport(name=path.stem, state="log", exit_code=None, log=path.read_text(errors="replace"))
         for path in paths
     ]
+
+
+def network_reports(directory: Path, names: list[str]) -> tuple[str, ...]:
+    """One line per worker whose shaper reported (compose.network.yaml): its profile and measurements."""
+    reports = ((name, network.read_report(str(directory), name)) for name in names)
+    return tuple(f"{name}: {network.summary(report)}" for name, report in reports if report is not None)

@@ -32,6 +32,7 @@ class Verdict:
     metrics: dict  # The agreed metrics (those of the first worker that reported any).
     expected_workers: int
     recovery: Recovery | None = None  # What the keeper did, when there is one.
+    network: tuple[str, ...] = ()  # Each shaper's profile and measured links (compose.network.yaml).
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -44,7 +45,12 @@ class Verdict:
 
 
 def judge(
-    reports: list[WorkerReport], *, expected_workers: int, tolerance: float = 0.0, recovery: Recovery | None = None
+    reports: list[WorkerReport],
+    *,
+    expected_workers: int,
+    tolerance: float = 0.0,
+    recovery: Recovery | None = None,
+    network: tuple[str, ...] = (),
 ) -> Verdict:
     outcomes = [_judge_worker(report, expected_workers) for report in reports]
     if len(reports) < expected_workers:
@@ -67,6 +73,7 @@ def judge(
         metrics=agreed,
         expected_workers=expected_workers,
         recovery=recovery,
+        network=network,
     )
 
 

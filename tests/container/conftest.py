@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 import uuid
 
@@ -126,8 +127,30 @@ def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml"
     return str(path)
 
 
+def wait_until_started(container: str, *, timeout: float = 120) -> None:
+    """Returns once the container has started (Docker's `start` event, past or to come).
+
+    `docker logs --follow` on a container that is only created ends at once, with nothing.
+    """
+    created = subprocess.run(
+        ["docker", "inspect", "--format", "{{.Created}}", container], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    command = ["docker", "events", "--since", created, "--filter", f"container={container}", "--filter", "event=start"]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as events:
+        try:
+            timer = threading.Timer(timeout, events.kill)
+            timer.start()
+            started = events.stdout.readline()
+        finally:
+            timer.cancel()
+            events.kill()
+    if not started:
+        raise AssertionError(f"{container} did not start within {timeout}s")
+
+
 def wait_for_line(container: str, text: str, *, timeout: float = 120, name: str | None = None) -> None:
     """Follows a container's log until a line contains `text` (an event, not a sleep)."""
+    wait_until_started(container, timeout=timeout)
     command = ["docker", "logs", "--follow", container]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as follower:
         deadline = time.monotonic() + timeout

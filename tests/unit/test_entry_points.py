@@ -101,7 +101,11 @@ def test_allreduce_names_a_bad_size_in_one_line(size):
     [
         (["--workers", "0"], {}, "workers.py: the number of workers must be a whole number from 1 to 16, got '0'"),
         (["--workers"], {}, "run: --workers needs a number"),
-        (["--bogus"], {}, "run: unknown argument '--bogus' (usage: scripts/run [--workers N] [--recover])"),
+        (
+            ["--bogus"],
+            {},
+            "run: unknown argument '--bogus' (usage: scripts/run [--workers N] [--recover] [--network PROFILE])",
+        ),
         ([], {"TRAINER_SCRIPT": "no/such/train.py"}, "run: TRAINER_SCRIPT 'no/such/train.py' is not a file"),
     ],
 )

@@ -11,15 +11,17 @@ class FakeContainer:
         self.cluster, self.name = cluster, name
         self.labels = {"com.docker.compose.service": name}
         self.exit_code, self.running, self.started = None, True, 1
+        self.finished_at = "0001-01-01T00:00:00Z"
 
     @property
     def attrs(self):
         started = "2026-11-30T00:00:00Z" if self.started else "0001-01-01T00:00:00Z"
         exit_code = 0 if self.exit_code is None else self.exit_code
-        return {"State": {"Running": self.running, "ExitCode": exit_code, "StartedAt": started, "OOMKilled": False}}
+        state = {"Running": self.running, "ExitCode": exit_code, "StartedAt": started, "OOMKilled": False}
+        return {"State": {**state, "FinishedAt": self.finished_at}}
 
-    def end(self, exit_code):
-        self.running, self.exit_code = False, exit_code
+    def end(self, exit_code, at="2026-11-30T00:00:01Z"):
+        self.running, self.exit_code, self.finished_at = False, exit_code, at
 
     def kill(self):
         self.cluster.calls.append(("kill", self.name))
@@ -126,3 +128,19 @@ def test_a_lost_event_stream_is_no_hang(capsys):
     cluster = FakeCluster([])  # No event will ever come, and the workers still run.
     assert keeper(cluster).run() == ExitCode.GAVE_UP
     assert "gave up: the Docker engine closed its event stream" in capsys.readouterr().out
+
+
+def test_the_restart_names_the_first_failure_first(capsys):
+    def both_end(cluster):
+        survivor, killed = cluster.workers
+        killed.end(137, at="2026-11-30T00:00:01.5Z")
+        survivor.end(5, at="2026-11-30T00:00:01.50000001Z")
+
+    def finish_after_restart(container):
+        if container.name == "worker-1":
+            cluster.script.append(ends(**{"worker-0": 0, "worker-1": 0}))
+
+    cluster = FakeCluster([both_end], on_start=finish_after_restart)
+    kept = keeper(cluster)
+    assert kept.run() == ExitCode.OK
+    assert kept.restarts[0]["reason"] == "worker-1 exited 137 (killed by SIGKILL), worker-0 exited 5"

@@ -1,0 +1,157 @@
+"""The shaper of one worker: `python -m shaper [partition | heal]` in the worker's network namespace.
+
+Run as a service of compose.network.yaml (`network_mode: service:worker-N`, NET_ADMIN), it
+applies the profile (shaper/profiles.py) to the worker's links, starts the delaying relay where
+the profile adds latency, measures every link to the other workers' shapers, writes what it found
+to the results directory (`network-<worker>.json`, which the worker's launcher waits for before
+training and the verifier reports), and then stays until the worker's launcher has ended.
+
+`partition` cuts the worker off (every packet in or out of its interface dropped); `heal` undoes
+it. scripts/partition runs them in a worker's shaper.
+
+Exit codes: 0 done, 2 bad configuration or rules the kernel refused, 143 stopped by a signal.
+"""
+
+import asyncio
+import fcntl
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+from shaper import probe, relay, rules
+from shaper.checks import checks
+from shaper.profiles import from_env
+
+# Where the relay listens for the redirected connections: TensorFlow's and the probe's.
+RELAY_OFFSET = 10
+MEASURE_TIMEOUT = 60.0
+
+
+def say(line: str) -> None:
+    print(f"shaper | {line}", flush=True)
+
+
+def config_error(message: str) -> int:
+    print(f"shaper: config error: {message}", file=sys.stderr, flush=True)
+    return 2
+
+
+def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str]]:
+    """(TensorFlow's port here, the other workers' hosts), from the worker launcher's own status.
+
+    The launcher publishes the cluster it was given there (trainer/results.py), so the template is
+    written once, in compose.yaml, and the shaper cannot disagree with its worker.
+    """
+    status = results / f"{me}.status"
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            workers = json.loads(status.read_text(encoding="utf-8")).get("workers")
+        except (FileNotFoundError, json.JSONDecodeError):
+            workers = None
+        if workers:
+            break
+        if time.monotonic() >= deadline:
+            raise ValueError(f"no running launcher of {me} published its cluster in {status} within {timeout:.0f}s")
+        time.sleep(0.1)  # The launcher starts at the same moment; nothing to wait on but its file.
+    hosts = [address.rsplit(":", 1)[0] for address in workers]
+    if me not in hosts:
+        raise ValueError(f"`SHAPED_WORKER` ({me!r}) is not in its launcher's cluster {workers}")
+    return int(workers[hosts.index(me)].rsplit(":", 1)[1]), [host for host in hosts if host != me]
+
+
+def write_report(results: Path, me: str, report: dict) -> None:
+    temporary = results / f".network-{me}.json.tmp"
+    temporary.write_text(json.dumps(report), encoding="utf-8")
+    os.replace(temporary, results / f"network-{me}.json")
+
+
+def wait_for_worker_end(results: Path, me: str) -> None:
+    """Until the worker's launcher lets go of its lock (it holds it for its whole life)."""
+    with open(results / f"{me}.lock") as lock:
+        fcntl.flock(lock, fcntl.LOCK_SH)
+
+
+async def shape(environ) -> int:
+    results = Path(environ.get("TF_RESULTS_DIR", "/results"))
+    me = environ.get("SHAPED_WORKER", "").strip()
+    try:
+        profile = from_env(environ)
+        if not me:
+            raise ValueError("`SHAPED_WORKER` must name the worker whose network this is")
+        tf_port, others = cluster_of(results, me, MEASURE_TIMEOUT)
+    except ValueError as error:
+        return config_error(str(error))
+    say(f"{me}: profile {profile.describe()}")
+    try:
+        if profile.rate_mbit:
+            rules.limit_rate(profile.rate_mbit)
+        if profile.loss:
+            rules.drop_randomly(profile.loss)
+        if profile.delays:
+            delay = relay.Delay(profile.rtt_ms / 2, profile.jitter_ms)
+            for port in (tf_port, probe.PROBE_PORT):
+                await relay.serve(port + RELAY_OFFSET, port, delay)
+                rules.redirect(port, port + RELAY_OFFSET)
+    except rules.RuleError as error:
+        return config_error(str(error))
+    server = probe.Server(probe.PROBE_PORT)
+    loop = asyncio.get_running_loop()
+
+    def measure_all() -> list[probe.Link]:
+        deadline = time.monotonic() + MEASURE_TIMEOUT
+        sink = int(profile.rate_mbit * 1e6 / 8 * 1.5) if profile.rate_mbit else 0  # About 1.5 s at the rate.
+        return [probe.measure(host, deadline=deadline, sink_bytes=sink, loss=bool(profile.loss)) for host in others]
+
+    try:
+        links = await loop.run_in_executor(None, measure_all)
+    except OSError as error:
+        return config_error(f"could not measure the links to {', '.join(others)}: {error}")
+    found = [check for link in links for check in checks(profile, link)]
+    for link in links:
+        figures = [f"rtt {link.rtt_ms:.2f} ms"]
+        if link.throughput_mbit is not None:
+            figures.append(f"throughput {link.throughput_mbit:.1f} Mbit/s")
+        if link.loss is not None:
+            figures.append(f"loss {link.loss:.2%}")
+        say(f"{me} -> {link.peer}: " + ", ".join(figures))
+    for check in found:
+        say(check.describe())
+    ok = all(check.ok for check in found)
+    report = {
+        "worker": me,
+        "profile": profile.name,
+        "describe": profile.describe(),
+        "links": [
+            {"peer": link.peer, "rtt_ms": link.rtt_ms, "throughput_mbit": link.throughput_mbit, "loss": link.loss}
+            for link in links
+        ],
+        "checks": [{"check": check.describe(), "ok": check.ok} for check in found],
+        "ok": ok,
+    }
+    write_report(results, me, report)
+    say(f"{me}: shaping {'in place' if ok else 'NOT as the profile asks'}; staying until the worker ends")
+    await loop.run_in_executor(None, wait_for_worker_end, results, me)
+    server.close()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+    if argv in (["partition"], ["heal"]):
+        try:
+            (rules.partition if argv == ["partition"] else rules.heal)()
+        except rules.RuleError as error:
+            return config_error(str(error))
+        say(f"{os.environ.get('SHAPED_WORKER', 'this worker')}: {'cut off' if argv == ['partition'] else 'healed'}")
+        return 0
+    if argv:
+        return config_error(f"unknown command {' '.join(argv)!r} (usage: python -m shaper [partition | heal])")
+    return asyncio.run(shape(os.environ))
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

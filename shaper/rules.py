@@ -1,0 +1,109 @@
+"""The kernel's part: tbf for bandwidth, iptables for loss, redirects into the delaying relay.
+
+Run in the worker's network namespace (the shaper shares it, with NET_ADMIN; the worker itself
+keeps no privilege). Every rule carries the comment `tfcluster`, so they are easy to find.
+"""
+
+import shutil
+import subprocess
+
+INTERFACE = "eth0"
+COMMENT = ["-m", "comment", "--comment", "tfcluster"]
+PARTITION = ["-m", "comment", "--comment", "tfcluster-partition"]
+
+
+class RuleError(Exception):
+    """A tc or iptables command failed; the message is its own."""
+
+
+def run(*command: str) -> None:
+    result = subprocess.run(command, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise RuleError(f"`{' '.join(command)}` failed: {(result.stderr or result.stdout).strip()}")
+
+
+def iptables() -> str:
+    """iptables with a backend this kernel serves: nf_tables where it can, else the legacy one."""
+    for candidate in ("iptables", "iptables-legacy"):
+        if (
+            shutil.which(candidate)
+            and subprocess.run([candidate, "-w", "-L", "-n"], capture_output=True).returncode == 0
+        ):
+            return candidate
+    raise RuleError("neither iptables nor iptables-legacy works here (is NET_ADMIN granted?)")
+
+
+def limit_rate(mbit: float) -> None:
+    rate_bytes = mbit * 1e6 / 8
+    # A bucket of 10 ms at the rate (at least 16 KiB), so the cap holds without starving bursts.
+    burst = max(16384, int(rate_bytes / 100))
+    run(
+        "tc",
+        "qdisc",
+        "replace",
+        "dev",
+        INTERFACE,
+        "root",
+        "tbf",
+        "rate",
+        f"{mbit:g}mbit",
+        "burst",
+        str(burst),
+        "latency",
+        "100ms",
+    )
+
+
+def drop_randomly(probability: float) -> None:
+    run(
+        iptables(),
+        "-w",
+        "-A",
+        "INPUT",
+        "-i",
+        INTERFACE,
+        "-m",
+        "statistic",
+        "--mode",
+        "random",
+        "--probability",
+        f"{probability:.6f}",
+        *COMMENT,
+        "-j",
+        "DROP",
+    )
+
+
+def redirect(port: int, to_port: int) -> None:
+    """Connections arriving for `port` go to the relay on `to_port` (only from outside: lo is not eth0)."""
+    run(
+        iptables(),
+        "-w",
+        "-t",
+        "nat",
+        "-A",
+        "PREROUTING",
+        "-i",
+        INTERFACE,
+        "-p",
+        "tcp",
+        "--dport",
+        str(port),
+        *COMMENT,
+        "-j",
+        "REDIRECT",
+        "--to-ports",
+        str(to_port),
+    )
+
+
+def partition() -> None:
+    command = iptables()
+    run(command, "-w", "-I", "INPUT", "1", "-i", INTERFACE, *PARTITION, "-j", "DROP")
+    run(command, "-w", "-I", "OUTPUT", "1", "-o", INTERFACE, *PARTITION, "-j", "DROP")
+
+
+def heal() -> None:
+    command = iptables()
+    run(command, "-w", "-D", "INPUT", "-i", INTERFACE, *PARTITION, "-j", "DROP")
+    run(command, "-w", "-D", "OUTPUT", "-o", INTERFACE, *PARTITION, "-j", "DROP")

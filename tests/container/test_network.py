@@ -1,0 +1,121 @@
+"""Network profiles (README.md, "Network profiles"): each shaped link measured and held to its
+profile, training verified under it, a worker without its shaper stopped, and a partition."""
+
+import re
+import subprocess
+import time
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.container.conftest import ComposeProject, override
+from trainer.exitcodes import ExitCode
+
+pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
+
+NETWORK = "compose.network.yaml"
+# The default training's figures, on any network: the links change the time, never the result.
+TUTORIAL = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+MEASURED = re.compile(
+    r"^verifier-1  \| (worker-\d): network (\w+) \(.*\): measured (worker-\d) rtt ([\d.]+) ms"
+    r"(?:, ([\d.]+) Mbit/s)?(?:, loss ([\d.]+)%)?$",
+    re.MULTILINE,
+)
+
+
+def shaped_run(compose_project, profile: str) -> list[tuple]:
+    project = compose_project(NETWORK, environment={"TF_NETWORK_PROFILE": profile})
+    result = project.verdict(timeout=180)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"verdict: PASS: 2 of 2 workers agree: {TUTORIAL}" in result.stdout
+    links = MEASURED.findall(result.stdout)
+    assert sorted((worker, peer) for worker, _, peer, *_ in links) == [
+        ("worker-0", "worker-1"),
+        ("worker-1", "worker-0"),
+    ], result.stdout
+    assert all(name == profile for _, name, *_ in links)
+    for service in ("shaper-0", "shaper-1"):
+        assert project.exit_code(service) == 0
+        assert "OUTSIDE" not in project.logs(service)
+    return links
+
+
+def test_wan_adds_50_ms_of_round_trip(compose_project):
+    for _, _, _, rtt, _, _ in shaped_run(compose_project, "wan"):
+        assert 40 <= float(rtt) <= 60  # 50 ms, within 20 %.
+
+
+def test_lossy_drops_about_one_packet_in_a_hundred(compose_project):
+    for _, _, _, _, _, loss in shaped_run(compose_project, "lossy"):
+        # 5000 datagrams at 1 %: three standard deviations are 0.42 points.
+        assert 0.58 <= float(loss) <= 1.42
+
+
+def test_thin_caps_each_worker_at_100_mbit(compose_project):
+    for _, _, _, _, throughput, _ in shaped_run(compose_project, "thin"):
+        assert 80 <= float(throughput) <= 120
+
+
+def test_lan_shapes_nothing_and_measures_the_bridge(compose_project):
+    for _, _, _, rtt, throughput, loss in shaped_run(compose_project, "lan"):
+        assert float(rtt) < 5 and throughput == "" and loss == ""
+
+
+def test_a_worker_whose_shaper_never_reports_does_not_train(tmp_path, compose_project):
+    # The profile is set on the workers, but no shaper runs beside them: they must not train unshaped.
+    profile = {"TF_NETWORK_PROFILE": "wan"}
+    unshaped = override(tmp_path, {"worker-0": profile, "worker-1": profile})
+    project = compose_project(unshaped, environment={"TF_JOIN_TIMEOUT": "6"})
+    result = project.verdict(timeout=120)
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    for service in ("worker-0", "worker-1"):
+        assert project.exit_code(service) == ExitCode.CONFIG_ERROR
+        assert "no network measurements from this worker's shaper within the 6s join deadline" in (
+            project.logs(service)
+        )
+        assert "train | epoch" not in project.logs(service)
+
+
+def test_a_partitioned_worker_is_lost_within_the_fail_fast_bound(compose_project):
+    project = compose_project(NETWORK, environment={"TF_NETWORK_PROFILE": "lan", "TRAIN_EPOCHS": "100000"})
+    started = project.compose("up", "--detach", "worker-0", "worker-1", "shaper-0", "shaper-1")
+    assert started.returncode == 0, started.stderr
+    project.wait_for_line("worker-0", "train | epoch:   5/")
+    environment = {
+        **project.environment,
+        "COMPOSE_PROJECT_NAME": project.name,
+        "COMPOSE_FILE": f"compose.yaml:{NETWORK}",
+    }
+    cut = subprocess.run(
+        ["scripts/partition", "worker-1"], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert cut.returncode == 0, cut.stderr
+    assert "shaper | worker-1: cut off" in cut.stdout
+    cut_at = time.monotonic()
+    codes = {service: project.wait_for_exit(service, timeout=90) for service in ("worker-0", "worker-1")}
+    assert time.monotonic() - cut_at < 30 + 5  # The fail-fast bound for a peer cut off: 30 s.
+    assert codes == {"worker-0": ExitCode.PEER_LOST, "worker-1": ExitCode.PEER_LOST}
+    assert "lost peer worker-1:12345" in project.logs("worker-0")
+    assert "lost peer worker-0:12345" in project.logs("worker-1")
+
+
+def test_partition_names_bad_input_in_one_line():
+    for arguments, message in (
+        ([], "partition: usage: scripts/partition WORKER [--heal]"),
+        (["verifier"], "partition: 'verifier' is not a worker's name (worker-N)"),
+        (["worker-1", "--now"], "partition: unknown argument '--now' (usage: scripts/partition WORKER [--heal])"),
+    ):
+        result = subprocess.run(["scripts/partition", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=30)
+        assert (result.returncode, result.stderr) == (2, message + "\n")
+
+
+def test_partition_without_a_shaped_cluster_says_so(docker):
+    project = ComposeProject()
+    environment = {**project.environment, "COMPOSE_PROJECT_NAME": project.name}
+    result = subprocess.run(
+        ["scripts/partition", "worker-1"], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stderr.splitlines()[-1] == (
+        "partition: could not partition worker-1: is the cluster running with compose.network.yaml (shaper-1)?"
+    )

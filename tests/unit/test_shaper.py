@@ -1,0 +1,116 @@
+"""The shaper's parts that need no privilege: profiles, the delaying relay, the probes, the checks."""
+
+import asyncio
+import random
+import socket
+import threading
+
+import pytest
+
+from shaper import probe, relay
+from shaper.checks import checks
+from shaper.probe import Link
+from shaper.profiles import PROFILES, Profile, from_env
+from tests.conftest import free_port
+
+
+def test_profiles_by_name_and_field_by_field():
+    assert from_env({}) == PROFILES["lan"]
+    assert from_env({"TF_NETWORK_PROFILE": "wan"}) == Profile(name="wan", rtt_ms=50, jitter_ms=5)
+    custom = from_env({"TF_NETWORK_PROFILE": "thin", "TF_NETWORK_RATE_MBIT": "20", "TF_NETWORK_LOSS": "2%"})
+    assert custom == Profile(name="thin+custom", rate_mbit=20, loss=0.02)
+    assert custom.describe() == "thin+custom (loss 2.0%, rate 20 Mbit/s)"
+
+
+@pytest.mark.parametrize(
+    ("environment", "message"),
+    [
+        ({"TF_NETWORK_PROFILE": "moon"}, "`TF_NETWORK_PROFILE` ('moon') must be one of lan, wan, lossy, thin"),
+        ({"TF_NETWORK_RTT_MS": "fast"}, "`TF_NETWORK_RTT_MS` ('fast') must be a number"),
+        ({"TF_NETWORK_LOSS": "0.9"}, "`TF_NETWORK_LOSS` (0.9) must be in [0, 0.5]"),
+        ({"TF_NETWORK_PROFILE": "wan", "TF_NETWORK_JITTER_MS": "40"}, "must be at most half of `TF_NETWORK_RTT_MS`"),
+    ],
+)
+def test_a_bad_profile_is_named_in_one_line(environment, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        from_env(environment)
+
+
+@pytest.fixture
+def loop():
+    """An event loop in a thread of its own, as the shaper runs its relays."""
+    running = asyncio.new_event_loop()
+    thread = threading.Thread(target=running.run_forever, daemon=True)
+    thread.start()
+    yield running
+
+    async def shut_down():  # Every relayed connection closes while the loop still runs.
+        tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    asyncio.run_coroutine_threadsafe(shut_down(), running).result(timeout=5)
+    running.call_soon_threadsafe(running.stop)
+    thread.join(timeout=5)
+    running.close()
+
+
+def start_relay(loop, target_port, one_way_ms, jitter_ms=0.0, seed=1):
+    port = free_port()
+    delay = relay.Delay(one_way_ms, jitter_ms, random.Random(seed))
+    asyncio.run_coroutine_threadsafe(relay.serve(port, target_port, delay), loop).result(timeout=5)
+    return port
+
+
+def test_the_relay_adds_the_round_trip_time_it_is_asked_for(loop):
+    target = free_port()
+    server = probe.Server(target)
+    try:
+        direct = probe.measure("127.0.0.1", port=target, deadline=0)
+        relayed = probe.measure("127.0.0.1", port=start_relay(loop, target, one_way_ms=25), deadline=0)
+    finally:
+        server.close()
+    assert direct.rtt_ms < 5
+    assert 50 <= relayed.rtt_ms <= 60  # 2 x 25 ms, and a little for the relay itself.
+
+
+def test_jitter_never_reorders_a_stream(loop):
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = start_relay(loop, listener.getsockname()[1], one_way_ms=5, jitter_ms=5)
+        sent = bytes(random.Random(2).randbytes(2_000_000))
+        with socket.create_connection(("127.0.0.1", port)) as client:
+            accepted, _ = listener.accept()
+            with accepted:
+                threading.Thread(target=lambda: (client.sendall(sent), client.shutdown(socket.SHUT_WR))).start()
+                received = bytearray()
+                while chunk := accepted.recv(1 << 16):
+                    received += chunk
+    assert received == sent
+
+
+def test_loss_is_measured_from_datagrams_the_peer_counts():
+    port = free_port()
+    server = probe.Server(port)
+    try:
+        link = probe.measure("127.0.0.1", port=port, deadline=0, sink_bytes=1_000_000, loss=True)
+    finally:
+        server.close()
+    assert link.loss == 0.0  # Loopback loses nothing: the count came back whole.
+    assert link.throughput_mbit > 100
+
+
+def test_checks_hold_measured_figures_to_the_profile():
+    wan = PROFILES["wan"]
+    assert [check.ok for check in checks(wan, Link("worker-1", rtt_ms=52.0))] == [True]
+    late = checks(wan, Link("worker-1", rtt_ms=70.0))[0]
+    assert not late.ok
+    assert late.describe() == "rtt to worker-1 70.0 ms (expected 40.0 ms to 60.0 ms: OUTSIDE)"
+    thin = checks(PROFILES["thin"], Link("worker-1", rtt_ms=0.2, throughput_mbit=96.0))
+    assert [check.describe() for check in thin] == [
+        "throughput to worker-1 96.0 Mbit/s (expected 80.0 Mbit/s to 120.0 Mbit/s: ok)"
+    ]
+    lossy = PROFILES["lossy"]
+    assert checks(lossy, Link("worker-1", rtt_ms=0.2, loss=0.011))[0].ok
+    assert not checks(lossy, Link("worker-1", rtt_ms=0.2, loss=0.0))[0].ok  # No drops at all: not shaped.
+    assert checks(PROFILES["lan"], Link("worker-1", rtt_ms=0.2)) == []

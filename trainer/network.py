@@ -1,0 +1,34 @@
+"""The launcher's side of network shaping (compose.network.yaml): wait for the shaper's measurements.
+
+A worker's shaper (shaper/__main__.py) writes `network-<worker>.json` to the results directory
+once its profile is applied and every link measured. Training before that would run on a network
+other than the one asked for, and a profile the measurements miss would make the run a lie; so
+the launcher waits for the file, within the join deadline, and stops if the shaping is not real.
+"""
+
+import json
+from pathlib import Path
+
+VARIABLE = "TF_NETWORK_PROFILE"
+
+
+def report_path(results_dir: str, host: str) -> Path:
+    return Path(results_dir) / f"network-{host}.json"
+
+
+def read_report(results_dir: str, host: str) -> dict | None:
+    """The shaper's report, once it is there (it is written whole, by a rename)."""
+    try:
+        return json.loads(report_path(results_dir, host).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+
+
+def summary(report: dict) -> str:
+    links = "; ".join(
+        f"{link['peer']} rtt {link['rtt_ms']:.2f} ms"
+        + (f", {link['throughput_mbit']:.1f} Mbit/s" if link.get("throughput_mbit") is not None else "")
+        + (f", loss {link['loss']:.2%}" if link.get("loss") is not None else "")
+        for link in report.get("links", [])
+    )
+    return f"network {report.get('describe', report.get('profile'))}: measured {links or 'no link'}"
