@@ -127,4 +127,7 @@ def test_a_swarm_stack_of_n_replicas_trains_and_verifies(swarm, tmp_path):
             # `stack rm` returns before the containers are gone, and the volume can only go after them.
             _wait_for_containers(f"com.docker.stack.namespace={stack}", present=False)
         finally:
-            _docker("volume", "rm", f"{stack}_results", check=False)
+            # Every volume of the stack (results, checkpoints): `stack rm` leaves them all.
+            volumes = _docker("volume", "ls", "--quiet", "--filter", f"label=com.docker.stack.namespace={stack}")
+            for volume in volumes.stdout.split():
+                _docker("volume", "rm", volume, check=False)
