@@ -39,8 +39,8 @@ def config_error(message: str) -> int:
     return 2
 
 
-def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str]]:
-    """(TensorFlow's port here, the other workers' hosts), from the worker launcher's own status.
+def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str], str | None]:
+    """(TensorFlow's port here, the other workers' hosts, the launcher's run), from its own status.
 
     The launcher publishes the cluster it was given there (trainer/results.py), so the template is
     written once, in compose.yaml, and the shaper cannot disagree with its worker.
@@ -49,9 +49,10 @@ def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str]]:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            workers = json.loads(status.read_text(encoding="utf-8")).get("workers")
+            published = json.loads(status.read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError):
-            workers = None
+            published = {}
+        workers = published.get("workers")
         if workers:
             break
         if time.monotonic() >= deadline:
@@ -60,7 +61,8 @@ def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str]]:
     hosts = [address.rsplit(":", 1)[0] for address in workers]
     if me not in hosts:
         raise ValueError(f"`SHAPED_WORKER` ({me!r}) is not in its launcher's cluster {workers}")
-    return int(workers[hosts.index(me)].rsplit(":", 1)[1]), [host for host in hosts if host != me]
+    port = int(workers[hosts.index(me)].rsplit(":", 1)[1])
+    return port, [host for host in hosts if host != me], published.get("run")
 
 
 def write_report(results: Path, me: str, report: dict) -> None:
@@ -82,10 +84,13 @@ async def shape(environ) -> int:
         profile = from_env(environ)
         if not me:
             raise ValueError("`SHAPED_WORKER` must name the worker whose network this is")
-        tf_port, others = cluster_of(results, me, MEASURE_TIMEOUT)
+        tf_port, others, run_id = cluster_of(results, me, MEASURE_TIMEOUT)
     except ValueError as error:
         return config_error(str(error))
     say(f"{me}: profile {profile.describe()}")
+    # The probe listens before any redirect exists: a peer's probe must never reach a relay with
+    # nothing behind it.
+    server = probe.Server(probe.PROBE_PORT)
     try:
         if profile.rate_mbit:
             rules.limit_rate(profile.rate_mbit)
@@ -98,7 +103,6 @@ async def shape(environ) -> int:
                 rules.redirect(port, port + RELAY_OFFSET)
     except rules.RuleError as error:
         return config_error(str(error))
-    server = probe.Server(probe.PROBE_PORT)
     loop = asyncio.get_running_loop()
 
     def measure_all() -> list[probe.Link]:
@@ -131,6 +135,8 @@ async def shape(environ) -> int:
         ],
         "checks": [{"check": check.describe(), "ok": check.ok} for check in found],
         "ok": ok,
+        # Whose run this is for: a launcher started again must not take an earlier run's figures.
+        "run": run_id,
     }
     write_report(results, me, report)
     say(f"{me}: shaping {'in place' if ok else 'NOT as the profile asks'}; staying until the worker ends")
@@ -140,13 +146,19 @@ async def shape(environ) -> int:
 
 
 def main(argv: list[str]) -> int:
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(143))
+    # At once: the rules go with the worker's namespace, and a thread blocked on the worker's lock
+    # would otherwise hold up the exit until Docker's SIGKILL.
+    signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(143))
     if argv in (["partition"], ["heal"]):
+        worker = os.environ.get("SHAPED_WORKER", "this worker")
         try:
-            (rules.partition if argv == ["partition"] else rules.heal)()
+            changed = (rules.partition if argv == ["partition"] else rules.heal)()
         except rules.RuleError as error:
             return config_error(str(error))
-        say(f"{os.environ.get('SHAPED_WORKER', 'this worker')}: {'cut off' if argv == ['partition'] else 'healed'}")
+        if argv == ["partition"]:
+            say(f"{worker}: cut off" if changed else f"{worker}: already cut off")
+        else:
+            say(f"{worker}: healed" if changed else f"{worker}: was not cut off")
         return 0
     if argv:
         return config_error(f"unknown command {' '.join(argv)!r} (usage: python -m shaper [partition | heal])")

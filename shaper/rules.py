@@ -23,14 +23,10 @@ def run(*command: str) -> None:
 
 
 def iptables() -> str:
-    """iptables with a backend this kernel serves: nf_tables where it can, else the legacy one."""
-    for candidate in ("iptables", "iptables-legacy"):
-        if (
-            shutil.which(candidate)
-            and subprocess.run([candidate, "-w", "-L", "-n"], capture_output=True).returncode == 0
-        ):
-            return candidate
-    raise RuleError("neither iptables nor iptables-legacy works here (is NET_ADMIN granted?)")
+    """iptables (nf_tables). Its legacy variant would need CAP_NET_RAW, which the shaper does not have."""
+    if not shutil.which("iptables"):
+        raise RuleError("iptables is not installed in this image")
+    return "iptables"
 
 
 def limit_rate(mbit: float) -> None:
@@ -97,13 +93,29 @@ def redirect(port: int, to_port: int) -> None:
     )
 
 
-def partition() -> None:
-    command = iptables()
-    run(command, "-w", "-I", "INPUT", "1", "-i", INTERFACE, *PARTITION, "-j", "DROP")
-    run(command, "-w", "-I", "OUTPUT", "1", "-o", INTERFACE, *PARTITION, "-j", "DROP")
+_CUT = (("INPUT", "-i"), ("OUTPUT", "-o"))
 
 
-def heal() -> None:
-    command = iptables()
-    run(command, "-w", "-D", "INPUT", "-i", INTERFACE, *PARTITION, "-j", "DROP")
-    run(command, "-w", "-D", "OUTPUT", "-o", INTERFACE, *PARTITION, "-j", "DROP")
+def _cut_in_place(chain: str, direction: str) -> bool:
+    check = [iptables(), "-w", "-C", chain, direction, INTERFACE, *PARTITION, "-j", "DROP"]
+    return subprocess.run(check, capture_output=True).returncode == 0
+
+
+def partition() -> bool:
+    """Cuts the worker off; False if it already was (the rules are never doubled)."""
+    done = False
+    for chain, direction in _CUT:
+        if not _cut_in_place(chain, direction):
+            run(iptables(), "-w", "-I", chain, "1", direction, INTERFACE, *PARTITION, "-j", "DROP")
+            done = True
+    return done
+
+
+def heal() -> bool:
+    """Removes the cut; False if there was none."""
+    done = False
+    for chain, direction in _CUT:
+        if _cut_in_place(chain, direction):
+            run(iptables(), "-w", "-D", chain, direction, INTERFACE, *PARTITION, "-j", "DROP")
+            done = True
+    return done

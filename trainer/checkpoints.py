@@ -20,7 +20,8 @@ from pathlib import Path
 
 # tf.train.Checkpoint.write(DIR/state) makes DIR/state.index and DIR/state.data-*.
 PREFIX = "state"
-# Complete checkpoints kept besides the newest: one, in case the newest turns out unreadable.
+# Complete checkpoints kept: the newest, which a restart loads, and the one before it, for a
+# person to fall back on by hand.
 KEEP = 2
 _COMPLETE = re.compile(r"^step-(\d{8,})$")
 _PARTIAL = ".partial-"
@@ -69,8 +70,9 @@ class Store:
         if self._commit_delay:
             self._say(f"checkpoint | step {step} written, committing in {self._commit_delay:g}s (a fault asked for)")
             time.sleep(self._commit_delay)
+        # Never there already: a restart resumes from the newest complete step and saves only later
+        # ones. If it were, the rename fails rather than mix two checkpoints.
         final = self.directory / step_name(step)
-        shutil.rmtree(final, ignore_errors=True)  # Only after a restart that redoes this very step.
         os.rename(partial, final)
         _fsync(self.directory)
         self._say(f"checkpoint | step {step} saved to {final} in {time.monotonic() - started:.2f}s")

@@ -52,9 +52,13 @@ class WorkerState:
     def describe(self) -> str:
         if self.oom_killed:
             return f"exited {self.exit_code} (killed: out of memory)"
-        if self.exit_code is not None and self.exit_code > 128:
-            return f"exited {self.exit_code} (killed by {signal.Signals(self.exit_code - 128).name})"
+        if self.exit_code is not None and self.exit_code - 128 in _SIGNALS:
+            return f"exited {self.exit_code} (killed by {_SIGNALS[self.exit_code - 128]})"
         return f"exited {self.exit_code}"
+
+
+# Exit codes above 128 name a signal only when there is one of that number (255 is no signal).
+_SIGNALS = {number.value: number.name for number in signal.Signals}
 
 
 def _sortable(moment: str) -> str:
@@ -145,7 +149,8 @@ class Keeper:
                 sys.stdout.flush()
 
     def _workers(self):
-        return self._client.containers.list(all=True, filters=self._filters)
+        # A container removed between listing and inspecting is gone from the cluster: skip it.
+        return self._client.containers.list(all=True, filters=self._filters, ignore_removed=True)
 
     def _states(self) -> list[WorkerState]:
         states = []
@@ -192,6 +197,9 @@ def main() -> int:
     code = ExitCode.TERMINATED
     try:
         code = keeper.run()
+    except docker.errors.DockerException as error:  # The engine refused or lost something: no traceback.
+        keeper.say(f"gave up: the Docker engine failed: {error}")
+        code = ExitCode.GAVE_UP
     finally:
         if recorder:
             recorder.finish(code, restarts=keeper.restarts, limit=limit)

@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import sys
+import uuid
 from pathlib import Path
 
 from trainer import cluster as cluster_config
@@ -32,9 +33,11 @@ def main(argv: list[str]) -> int:
         name = socket.gethostname()
         return _config_error(str(error), Recorder(WorkerFiles(Path(results_dir), name)) if results_dir else None)
 
-    # The running status names the cluster, for the worker's network shaper (shaper/__main__.py).
+    # The running status names the cluster and this run, for the worker's network shaper
+    # (shaper/__main__.py), which echoes the run in its report.
+    run_id = uuid.uuid4().hex
     recorder = (
-        Recorder(WorkerFiles(Path(launch.results_dir), cluster.host), workers=list(cluster.workers))
+        Recorder(WorkerFiles(Path(launch.results_dir), cluster.host), workers=list(cluster.workers), run=run_id)
         if launch.results_dir
         else None
     )
@@ -46,6 +49,7 @@ def main(argv: list[str]) -> int:
             deadlines=Deadlines(join=launch.join_timeout, run=launch.run_timeout),
             recorder=recorder,
             shaped_in=launch.results_dir if os.environ.get(network.VARIABLE, "").strip() else None,
+            run_id=run_id,
         )
     except OSError as error:  # The rendezvous port is taken, most likely.
         return _config_error(f"cannot serve the rendezvous on port {launch.rendezvous_port}: {error}", recorder)

@@ -16,12 +16,17 @@ def report_path(results_dir: str, host: str) -> Path:
     return Path(results_dir) / f"network-{host}.json"
 
 
-def read_report(results_dir: str, host: str) -> dict | None:
-    """The shaper's report, once it is there (it is written whole, by a rename)."""
+def read_report(results_dir: str, host: str, run_id: str | None = None) -> dict | None:
+    """The shaper's report (for the launcher whose run is `run_id`, if given), once it is there.
+
+    It is written whole, by a rename. One written for an earlier launcher of the same worker (a
+    restarted container) is not this run's: its shaper was in another network namespace.
+    """
     try:
-        return json.loads(report_path(results_dir, host).read_text(encoding="utf-8"))
+        report = json.loads(report_path(results_dir, host).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
+    return report if run_id is None or report.get("run") == run_id else None
 
 
 def summary(report: dict) -> str:

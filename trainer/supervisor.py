@@ -72,12 +72,14 @@ class Supervisor:
         deadlines: Deadlines,
         recorder: Recorder | None,
         shaped_in: str | None = None,
+        run_id: str | None = None,
     ):
         self._cluster = cluster
         self._fingerprint = fingerprint
         self._deadlines = deadlines
         self._recorder = recorder
         self._shaped_in = shaped_in  # The results directory the shaper reports to, if shaped.
+        self._run_id = run_id  # This launcher's, as its status publishes it for the shaper.
         self._me = cluster.address
         self._base_port = rendezvous_base_port
         self._server = rendezvous.Server(
@@ -177,7 +179,7 @@ class Supervisor:
         started = time.monotonic()
         deadline = started + self._deadlines.join
         self.say("waiting for this worker's network shaper")
-        while (report := network.read_report(self._shaped_in, self._cluster.host)) is None:
+        while (report := network.read_report(self._shaped_in, self._cluster.host, self._run_id)) is None:
             if time.monotonic() >= deadline:
                 return ExitCode.CONFIG_ERROR, (
                     f"no network measurements from this worker's shaper within the {self._deadlines.join:.0f}s join "

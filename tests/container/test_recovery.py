@@ -60,9 +60,13 @@ def test_a_worker_killed_in_epoch_2_restarts_the_cluster_which_resumes_to_identi
 ):
     project = compose_project(RECOVERY, environment=SLOW)
     running = project.start_verdict()
-    project.wait_for_line("worker-0", "train | epoch:   1/3")
-    kill(project, "worker-1")
-    code, output = finish(running)
+    try:
+        # Epoch 1's checkpoint committed: the kill lands early in epoch 2.
+        project.wait_for_line("worker-0", "checkpoint | step 250 saved")
+        kill(project, "worker-1")
+        code, output = finish(running)
+    finally:
+        running.kill()
 
     assert code == 0, output
     # Resumed from epoch 1's checkpoint: the kill landed in epoch 2, and the restart really happened.
@@ -89,9 +93,12 @@ def test_a_chief_killed_while_writing_a_checkpoint_resumes_from_the_one_before(
     delay = override(tmp_path, {"worker-0": {"TFCLUSTER_FAULT_COMMIT_DELAY": "2"}})
     project = compose_project(RECOVERY, delay, environment=SLOW)
     running = project.start_verdict()
-    project.wait_for_line("worker-0", "checkpoint | step 500 written, committing in 2s")
-    kill(project, "worker-0")
-    code, output = finish(running)
+    try:
+        project.wait_for_line("worker-0", "checkpoint | step 500 written, committing in 2s")
+        kill(project, "worker-0")
+        code, output = finish(running)
+    finally:
+        running.kill()
 
     assert code == 0, output
     assert re.search(

@@ -48,7 +48,7 @@ class FakeCluster:
         self.script, self.on_start, self.calls = list(script), on_start, []
         self.containers = self
 
-    def list(self, all, filters):
+    def list(self, all, filters, ignore_removed=False):
         assert all and "tfcluster.role=worker" in filters["label"]
         return self.workers
 
@@ -144,3 +144,27 @@ def test_the_restart_names_the_first_failure_first(capsys):
     kept = keeper(cluster)
     assert kept.run() == ExitCode.OK
     assert kept.restarts[0]["reason"] == "worker-1 exited 137 (killed by SIGKILL), worker-0 exited 5"
+
+
+def test_an_exit_code_that_names_no_signal_is_shown_plainly():
+    from trainer.keeper import WorkerState
+
+    assert WorkerState("worker-0", False, 255, False).describe() == "exited 255"
+    assert WorkerState("worker-0", False, 143, False).describe() == "exited 143 (killed by SIGTERM)"
+
+
+def test_a_failing_engine_ends_the_keeper_with_one_line(capsys, monkeypatch):
+    import docker.errors
+
+    from trainer import keeper as keeper_module
+
+    def refuses():
+        raise docker.errors.APIError("409 Conflict: cannot start")
+
+    cluster = FakeCluster([ends(**{"worker-1": 137})])
+    cluster.workers[0].start = refuses
+    cluster.get = lambda name: type("Own", (), {"labels": {keeper_module.PROJECT_LABEL: "project"}})()
+    monkeypatch.setattr(keeper_module.docker, "from_env", lambda: cluster)
+    monkeypatch.delenv("TF_RESULTS_DIR", raising=False)
+    assert keeper_module.main() == ExitCode.GAVE_UP
+    assert "keeper | gave up: the Docker engine failed: 409 Conflict: cannot start" in capsys.readouterr().out

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 from tests.conftest import ROOT, free_port
 from trainer.exitcodes import ExitCode
@@ -27,31 +28,62 @@ def launch(results, *, join_timeout="30"):
         "TF_JOIN_TIMEOUT": join_timeout,
     }
     command = [sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", "print('trained')"]
-    return subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def published_run(results) -> str:
+    """What the shaper reads first: the run its launcher publishes in its running status."""
+    status = results / "worker-0.status"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if status.exists() and (run := json.loads(status.read_text()).get("run")):
+            return run
+        time.sleep(0.05)  # A stand-in for the shaper, which waits for the file the same way.
+    raise AssertionError("the launcher never published its run")
+
+
+def report_as_shaper(results, **fields) -> None:
+    (results / "network-worker-0.json").write_text(json.dumps({**REPORT, "run": published_run(results), **fields}))
+
+
+def finish(launcher) -> tuple[int, str]:
+    output, _ = launcher.communicate(timeout=60)
+    return launcher.returncode, output
 
 
 def test_shaping_that_misses_its_profile_stops_the_worker_before_training(tmp_path):
+    launcher = launch(tmp_path)
     checks = [{"check": "rtt to worker-1 12.0 ms (expected 40.0 ms to 60.0 ms: OUTSIDE)", "ok": False}]
-    (tmp_path / "network-worker-0.json").write_text(json.dumps({**REPORT, "checks": checks, "ok": False}))
-    result = launch(tmp_path)
-    assert result.returncode == ExitCode.CONFIG_ERROR
-    assert "network wan (rtt +50 ms ±5 ms): measured worker-1 rtt 12.00 ms" in result.stdout
+    report_as_shaper(tmp_path, checks=checks, ok=False)
+    code, output = finish(launcher)
+    assert code == ExitCode.CONFIG_ERROR
+    assert "network wan (rtt +50 ms ±5 ms): measured worker-1 rtt 12.00 ms" in output
     assert (
         "the network shaping misses its profile: rtt to worker-1 12.0 ms (expected 40.0 ms to 60.0 ms: OUTSIDE)"
-        in result.stdout
+        in output
     )
-    assert "trained" not in result.stdout
+    assert "trained" not in output
 
 
 def test_shaping_as_asked_lets_the_worker_train(tmp_path):
-    (tmp_path / "network-worker-0.json").write_text(json.dumps({**REPORT, "checks": [], "ok": True}))
-    result = launch(tmp_path)
-    assert result.returncode == 0, result.stdout
-    assert "trained" in result.stdout
+    launcher = launch(tmp_path)
+    report_as_shaper(tmp_path, checks=[], ok=True)
+    code, output = finish(launcher)
+    assert code == 0, output
+    assert "trained" in output
+
+
+def test_an_earlier_runs_report_is_not_this_ones(tmp_path):
+    # Left by a shaper of the worker's previous container: another network namespace.
+    (tmp_path / "network-worker-0.json").write_text(json.dumps({**REPORT, "run": "earlier", "checks": [], "ok": True}))
+    code, output = finish(launch(tmp_path, join_timeout="1"))
+    assert code == ExitCode.CONFIG_ERROR
+    assert "no network measurements from this worker's shaper within the 1s join deadline" in output
+    assert "trained" not in output
 
 
 def test_no_shaper_means_no_training_once_the_join_deadline_passes(tmp_path):
-    result = launch(tmp_path, join_timeout="1")
-    assert result.returncode == ExitCode.CONFIG_ERROR
-    assert "no network measurements from this worker's shaper within the 1s join deadline" in result.stdout
-    assert "trained" not in result.stdout
+    code, output = finish(launch(tmp_path, join_timeout="1"))
+    assert code == ExitCode.CONFIG_ERROR
+    assert "no network measurements from this worker's shaper within the 1s join deadline" in output
+    assert "trained" not in output

@@ -40,9 +40,12 @@ def test_a_bad_profile_is_named_in_one_line(environment, message):
 def loop():
     """An event loop in a thread of its own, as the shaper runs its relays."""
     running = asyncio.new_event_loop()
+    running.servers = []
     thread = threading.Thread(target=running.run_forever, daemon=True)
     thread.start()
     yield running
+    for server in running.servers:
+        running.call_soon_threadsafe(server.close)
 
     async def shut_down():  # Every relayed connection closes while the loop still runs.
         tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
@@ -59,7 +62,7 @@ def loop():
 def start_relay(loop, target_port, one_way_ms, jitter_ms=0.0, seed=1):
     port = free_port()
     delay = relay.Delay(one_way_ms, jitter_ms, random.Random(seed))
-    asyncio.run_coroutine_threadsafe(relay.serve(port, target_port, delay), loop).result(timeout=5)
+    loop.servers.append(asyncio.run_coroutine_threadsafe(relay.serve(port, target_port, delay), loop).result(timeout=5))
     return port
 
 
