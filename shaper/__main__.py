@@ -88,9 +88,6 @@ async def shape(environ) -> int:
     except ValueError as error:
         return config_error(str(error))
     say(f"{me}: profile {profile.describe()}")
-    # The probe listens before any redirect exists: a peer's probe must never reach a relay with
-    # nothing behind it.
-    server = probe.Server(probe.PROBE_PORT)
     try:
         if profile.rate_mbit:
             rules.limit_rate(profile.rate_mbit)
@@ -103,6 +100,9 @@ async def shape(environ) -> int:
                 rules.redirect(port, port + RELAY_OFFSET)
     except rules.RuleError as error:
         return config_error(str(error))
+    # Only now, with every rule and relay in place: a peer must never measure this worker's links
+    # unshaped. Before this, its probe is refused, or closed by the relay, and tries again.
+    server = probe.Server(probe.PROBE_PORT)
     loop = asyncio.get_running_loop()
 
     def measure_all() -> list[probe.Link]:

@@ -4,6 +4,7 @@ import asyncio
 import random
 import socket
 import threading
+import time
 
 import pytest
 
@@ -76,6 +77,20 @@ def test_the_relay_adds_the_round_trip_time_it_is_asked_for(loop):
         server.close()
     assert direct.rtt_ms < 5
     assert 50 <= relayed.rtt_ms <= 60  # 2 x 25 ms, and a little for the relay itself.
+
+
+def test_a_probe_closed_by_a_relay_with_nothing_behind_it_tries_again(loop):
+    # The peer's shaper has its relay up but not yet its probe: measure until the probe is there.
+    target = free_port()
+    relayed = start_relay(loop, target, one_way_ms=5)
+    servers = []
+    threading.Timer(0.5, lambda: servers.append(probe.Server(target))).start()
+    try:
+        link = probe.measure("127.0.0.1", port=relayed, deadline=time.monotonic() + 10)
+    finally:
+        for server in servers:
+            server.close()
+    assert 10 <= link.rtt_ms <= 15
 
 
 def test_jitter_never_reorders_a_stream(loop):
