@@ -35,9 +35,16 @@ def kill(project: ComposeProject, service: str) -> None:
     subprocess.run(["docker", "kill", project.container(service)], check=True, capture_output=True, timeout=30)
 
 
-def finish(running: subprocess.Popen, timeout: float = 180) -> tuple[int, str]:
-    output, _ = running.communicate(timeout=timeout)
-    return running.returncode, output
+def verdict_killing(project: ComposeProject, service: str, *, when: str) -> tuple[int, str]:
+    """The verdict's exit code and output, `service` killed once worker-0 prints `when`."""
+    running = project.start_verdict()
+    try:
+        project.wait_for_line("worker-0", when)
+        kill(project, service)
+        output, _ = running.communicate(timeout=180)
+        return running.returncode, output
+    finally:
+        running.kill()
 
 
 @pytest.fixture(scope="module")
@@ -59,14 +66,8 @@ def test_a_worker_killed_in_epoch_2_restarts_the_cluster_which_resumes_to_identi
     compose_project, uninterrupted
 ):
     project = compose_project(RECOVERY, environment=SLOW)
-    running = project.start_verdict()
-    try:
-        # Epoch 1's checkpoint committed: the kill lands early in epoch 2.
-        project.wait_for_line("worker-0", "checkpoint | step 250 saved")
-        kill(project, "worker-1")
-        code, output = finish(running)
-    finally:
-        running.kill()
+    # Once epoch 1's checkpoint is committed: the kill lands early in epoch 2.
+    code, output = verdict_killing(project, "worker-1", when="checkpoint | step 250 saved")
 
     assert code == 0, output
     # Resumed from epoch 1's checkpoint: the kill landed in epoch 2, and the restart really happened.
@@ -92,13 +93,7 @@ def test_a_chief_killed_while_writing_a_checkpoint_resumes_from_the_one_before(
     # The chief waits 2 s between writing each checkpoint and committing it: the kill lands there.
     delay = override(tmp_path, {"worker-0": {"TFCLUSTER_FAULT_COMMIT_DELAY": "2"}})
     project = compose_project(RECOVERY, delay, environment=SLOW)
-    running = project.start_verdict()
-    try:
-        project.wait_for_line("worker-0", "checkpoint | step 500 written, committing in 2s")
-        kill(project, "worker-0")
-        code, output = finish(running)
-    finally:
-        running.kill()
+    code, output = verdict_killing(project, "worker-0", when="checkpoint | step 500 written, committing in 2s")
 
     assert code == 0, output
     assert re.search(
