@@ -1,3 +1,4 @@
+import os
 import random
 import socket
 import subprocess
@@ -35,3 +36,15 @@ def _bindable(port: int) -> bool:
         except OSError:
             return False
     return True
+
+
+def one_worker_env(results_dir, host: str = "worker-0", **variables: str) -> dict[str, str]:
+    """The environment of a one-worker launcher that reports to `results_dir`, on a free side port."""
+    return {
+        "PATH": os.environ["PATH"],
+        "TF_WORKER_HOSTS": host,
+        "TF_TASK_INDEX": "0",
+        "TF_RESULTS_DIR": str(results_dir),
+        "TF_RENDEZVOUS_PORT": str(free_port()),
+        **variables,
+    }

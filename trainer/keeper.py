@@ -31,7 +31,7 @@ import docker
 import docker.errors
 
 from trainer.exitcodes import ExitCode
-from trainer.results import Recorder, WorkerFiles, config_error
+from trainer.results import Recorder, WorkerFiles, config_error, show
 from trainer.settings import restart_limit
 
 ROLE_LABEL = "tfcluster.role=worker"
@@ -76,11 +76,7 @@ class Keeper:
         self.restarts: list[dict] = []
 
     def say(self, line: str) -> None:
-        text = f"keeper | {line}\n"
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        if self._recorder:
-            self._recorder.log_line(text)
+        show(f"keeper | {line}\n", self._recorder)
 
     def run(self) -> int:
         # Subscribed before the first look, so no death falls between the two.
@@ -91,7 +87,7 @@ class Keeper:
                 self.say(f"no worker containers (label {ROLE_LABEL}) in this project: nothing to keep")
                 return ExitCode.CONFIG_ERROR
             self.say(
-                f"keeping {len(workers)} workers ({', '.join(sorted(w.name for w in self._states()))}), "
+                f"keeping {len(workers)} workers ({', '.join(sorted(w.name for w in self._states(workers)))}), "
                 f"up to {self._limit} restart(s) of the whole cluster"
             )
             while True:
@@ -106,7 +102,9 @@ class Keeper:
             events.close()
 
     def _assess(self) -> int | None:
-        states = self._states()
+        # One listing (which inspects every container) serves the whole decision.
+        containers = self._workers()
+        states = self._states(containers)
         # First the one that failed first: the others usually only lost it.
         failed = sorted(
             (state for state in states if not state.running and state.exit_code not in (None, 0)),
@@ -121,20 +119,20 @@ class Keeper:
         incurable = [NOT_RESTARTABLE[s.exit_code] for s in failed if s.exit_code in NOT_RESTARTABLE]
         if incurable:
             self.say(f"gave up: {what}: {incurable[0]}, which a restart would only repeat; stopping every worker")
-            self._kill_all()
+            self._kill_all(containers)
             return ExitCode.GAVE_UP
         if len(self.restarts) >= self._limit:
             self.say(
                 f"gave up: {what}, after {len(self.restarts)} restart(s) (TF_RESTART_LIMIT={self._limit}); "
                 "stopping every worker"
             )
-            self._kill_all()
+            self._kill_all(containers)
             return ExitCode.GAVE_UP
         self.restarts.append({"failed": {state.name: state.exit_code for state in failed}, "reason": what})
         self.say(f"restart {len(self.restarts)} of at most {self._limit}: {what}; restarting every worker")
-        self._kill_all()
+        self._kill_all(containers)
         since = time.time()
-        for container in self._workers():
+        for container in containers:
             container.start()
             # `docker compose up` does not follow a container that something else started again.
             threading.Thread(target=self._echo, args=(container, since), daemon=True).start()
@@ -152,9 +150,9 @@ class Keeper:
         # A container removed between listing and inspecting is gone from the cluster: skip it.
         return self._client.containers.list(all=True, filters=self._filters, ignore_removed=True)
 
-    def _states(self) -> list[WorkerState]:
+    def _states(self, containers) -> list[WorkerState]:
         states = []
-        for container in self._workers():
+        for container in containers:
             state = container.attrs["State"]
             started = not state.get("StartedAt", "").startswith("0001-")
             states.append(
@@ -168,12 +166,12 @@ class Keeper:
             )
         return states
 
-    def _kill_all(self) -> None:
+    def _kill_all(self, containers) -> None:
         """SIGKILL, since TensorFlow ignores SIGTERM; then wait until each has really stopped."""
-        for container in self._workers():
+        for container in containers:
             with contextlib.suppress(docker.errors.APIError):  # It had already stopped.
                 container.kill()
-        for container in self._workers():
+        for container in containers:
             container.wait(condition="not-running")
 
 

@@ -48,7 +48,6 @@ class Recorder:
 
     def __init__(self, files: WorkerFiles, **published):
         self._files = files
-        self._published = published  # What else the running status says (a worker's cluster).
         files.directory.mkdir(parents=True, exist_ok=True)
         self._lock = open(files.lock, "a")  # noqa: SIM115 - held open for the process's lifetime.
         fcntl.flock(self._lock, fcntl.LOCK_EX)
@@ -123,6 +122,14 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return ""
+
+
+def show(text: str, recorder: Recorder | None) -> None:
+    """A line on stdout (for `docker logs`) and, when there is a results directory, in the log there."""
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    if recorder:
+        recorder.log_line(text)
 
 
 def config_error(program: str, reason: str, recorder: Recorder | None) -> int:

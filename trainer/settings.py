@@ -76,6 +76,16 @@ def _parse(name: str, text: str, kind) -> int | float:
     return value
 
 
+def _given(environ: Mapping[str, str], *fields: tuple[str, str, type]) -> dict:
+    """The (field, variable, type) settings the environment sets, parsed; unset ones are left out."""
+    values = {}
+    for field, name, kind in fields:
+        text = environ.get(name, "").strip()
+        if text:
+            values[field] = _parse(name, text, kind)
+    return values
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LaunchSettings:
     """How the launcher bounds a worker's life (README.md, "Deadlines")."""
@@ -95,15 +105,12 @@ class LaunchSettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> "LaunchSettings":
-        values = {}
-        for field, name, kind in (
+        values = _given(
+            environ,
             ("join_timeout", "TF_JOIN_TIMEOUT", float),
             ("run_timeout", "TF_RUN_TIMEOUT", float),
             ("rendezvous_port", "TF_RENDEZVOUS_PORT", int),
-        ):
-            text = environ.get(name, "").strip()
-            if text:
-                values[field] = _parse(name, text, kind)
+        )
         return cls(results_dir=environ.get("TF_RESULTS_DIR", "").strip(), **values)
 
 
@@ -128,14 +135,11 @@ class RecoverySettings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> "RecoverySettings":
-        values = {}
-        for field, name, kind in (
+        values = _given(
+            environ,
             ("fault_exit_at_step", "TFCLUSTER_FAULT_EXIT_AT_STEP", int),
             ("fault_commit_delay", "TFCLUSTER_FAULT_COMMIT_DELAY", float),
-        ):
-            text = environ.get(name, "").strip()
-            if text:
-                values[field] = _parse(name, text, kind)
+        )
         return cls(checkpoint_dir=environ.get("TF_CHECKPOINT_DIR", "").strip(), **values)
 
 

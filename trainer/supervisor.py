@@ -31,7 +31,7 @@ from trainer import network, rendezvous
 from trainer.cluster import Cluster, host_of
 from trainer.exitcodes import ExitCode
 from trainer.peers import PeerWatch
-from trainer.results import Recorder
+from trainer.results import Recorder, show
 
 PROGRESS_INTERVAL = 10.0
 # How often the supervisor looks at what the peer watches (trainer/peers.py) have learned.
@@ -96,11 +96,7 @@ class Supervisor:
         self._lost: dict[str, str] = {}
 
     def say(self, line: str) -> None:
-        text = f"launcher | {self._me}: {line}\n"
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        if self._recorder:
-            self._recorder.log_line(text)
+        show(f"launcher | {self._me}: {line}\n", self._recorder)
 
     def handle_signal(self, signum, _frame) -> None:
         if self._stop_signal is not None:
@@ -276,10 +272,7 @@ class Supervisor:
 
     def _forward(self, output) -> None:
         for line in output:
-            sys.stdout.write(line)
-            sys.stdout.flush()
-            if self._recorder:
-                self._recorder.log_line(line)
+            show(line, self._recorder)
 
     def _end_program(self) -> None:
         """After a failed rendezvous: the program must go, at once (it has only been importing)."""

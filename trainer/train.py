@@ -60,8 +60,10 @@ def train(
         epoch_accuracies=epoch_accuracies,
     )
 
-    step = _restore(store, checkpoint, say) if store else 0
-    _agree_on_start(strategy, step)
+    step = 0
+    if store:  # Without checkpoints every worker starts at 0: nothing to agree on.
+        step = _restore(store, checkpoint, say)
+        _agree_on_start(strategy, step)
     dataset = strategy.distribute_datasets_from_function(
         make_dataset_fn(seed=settings.seed, global_batch_size=global_batch_size, skip_batches=step)
     )

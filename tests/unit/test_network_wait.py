@@ -1,12 +1,11 @@
 """The launcher trains only on a network its shaper has measured and found as asked (trainer/network.py)."""
 
 import json
-import os
 import subprocess
 import sys
 import time
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, one_worker_env
 from trainer.exitcodes import ExitCode
 
 REPORT = {
@@ -18,15 +17,7 @@ REPORT = {
 
 
 def launch(results, *, join_timeout="30"):
-    env = {
-        "PATH": os.environ["PATH"],
-        "TF_WORKER_HOSTS": "worker-0",
-        "TF_TASK_INDEX": "0",
-        "TF_RESULTS_DIR": str(results),
-        "TF_RENDEZVOUS_PORT": str(free_port()),
-        "TF_NETWORK_PROFILE": "wan",
-        "TF_JOIN_TIMEOUT": join_timeout,
-    }
+    env = one_worker_env(results, TF_NETWORK_PROFILE="wan", TF_JOIN_TIMEOUT=join_timeout)
     command = [sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", "print('trained')"]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -1,6 +1,5 @@
 """The results protocol between a worker's launcher and the verifier, with real processes."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -8,7 +7,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, free_port, run_python
+from tests.conftest import ROOT, one_worker_env, run_python
 from trainer.results import WorkerFiles, wait_for_exit
 
 
@@ -18,13 +17,7 @@ def launch():
     launched = []
 
     def start(results_dir, command, name="worker-0"):
-        env = {
-            "PATH": os.environ["PATH"],
-            "TF_WORKER_HOSTS": name,
-            "TF_TASK_INDEX": "0",
-            "TF_RESULTS_DIR": str(results_dir),
-            "TF_RENDEZVOUS_PORT": str(free_port()),
-        }
+        env = one_worker_env(results_dir, name)
         launcher = subprocess.Popen(
             [sys.executable, "-m", "trainer.launch", "--", *command],
             cwd=ROOT,
@@ -95,13 +88,7 @@ def test_sigterm_stops_a_program_that_ignores_it_within_the_grace_period(tmp_pat
 
 def test_verify_waits_on_a_results_directory(tmp_path):
     program = 'print(\'{"event": "final", "worker": 0, "replicas": 1, "final_loss": 0.5}\')'
-    env = {
-        "PATH": os.environ["PATH"],
-        "TF_WORKER_HOSTS": "solo",
-        "TF_TASK_INDEX": "0",
-        "TF_RESULTS_DIR": str(tmp_path),
-        "TF_RENDEZVOUS_PORT": str(free_port()),
-    }
+    env = one_worker_env(tmp_path, "solo")
     subprocess.run(
         [sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", program],
         cwd=ROOT,
