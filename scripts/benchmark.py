@@ -22,18 +22,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import workers as cluster_override  # scripts/workers.py: Python puts this file's folder on the path.
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-import workers as cluster_override  # noqa: E402 - scripts/ is not a package.
 
 DOCS = ROOT / "docs"
 IMAGE = "tfcluster:latest"
 PROJECT = "tfc-bench"
 # Published reference figures (not measured here): the official CPU image (tensorflow/tensorflow
-# PR #59682) and a naive single-stage build of this project (shared FACTS.md).
+# PR #59682) and a naive single-stage build of this project (measured once, docs/performance.md).
 OFFICIAL_IMAGE_BYTES = 1.76e9
 NAIVE_IMAGE_BYTES = 2.13e9
-EDITED_FILE = ROOT / "trainer" / "report.py"
+EDITED_FILE = ROOT / "trainer" / "training" / "output.py"
 ALLREDUCE_MIB = (1, 16, 64)
 SCALING_WORKERS = (1, 2, 4)
 TARGETS = {
@@ -44,8 +44,8 @@ TARGETS = {
 }
 # The all-reduce program in place of the trainer, on the two workers of compose.yaml.
 ALLREDUCE_OVERRIDE = """services:
-  worker-0: {command: [python, -m, trainer.allreduce]}
-  worker-1: {command: [python, -m, trainer.allreduce]}
+  worker-0: {command: [python, -m, trainer.benchmark.allreduce]}
+  worker-1: {command: [python, -m, trainer.benchmark.allreduce]}
 """
 # The same project (network, volume, limits, start order) with every container running
 # `python -c pass`: what Compose and the engine cost before any of this project's code runs.
@@ -134,7 +134,7 @@ def time_bare_floor() -> float:
 
 def time_bare_processes() -> float:
     started = time.monotonic()
-    outputs = bare_processes("trainer")
+    outputs = bare_processes("trainer.training")
     elapsed = time.monotonic() - started
     if not all("final_loss=0.4168" in output for output in outputs):
         raise RuntimeError(f"the bare-process run gave other figures: {outputs}")
@@ -154,7 +154,7 @@ def allreduce_figures(output: str) -> dict[int, float]:
 
 
 def allreduce_bare() -> dict[int, float]:
-    return allreduce_figures(bare_processes("trainer.allreduce")[0])
+    return allreduce_figures(bare_processes("trainer.benchmark.allreduce")[0])
 
 
 def allreduce_containers() -> dict[int, float]:
@@ -337,13 +337,13 @@ def table(result: dict) -> str:
     lines += [f"| {name} | {value} | {ratio} | {target} |" for name, value, ratio, target in rows]
     lines += [
         "",
-        "The bare-process side is `python -m trainer` (or `python -m trainer.allreduce`) twice with TF_CONFIG",
-        "on 127.0.0.1 ports (no launcher); the Compose side is `docker compose up --exit-code-from verifier",
-        "verifier`, rendezvous and verifier included. All-reduce: MB/s is the tensor's size over the median",
-        "time of one all-reduce of float32 ones between the two workers (worker 0's figure). Scaling: the",
-        "same training with 1, 2 and 4 workers (scripts/workers.py), each worker taking the same per-worker",
-        "batch, on this machine's 2 cores. The official image and the naive single-stage build are",
-        "published figures, not measured here.",
+        "The bare-process side is `python -m trainer.training` (or `python -m trainer.benchmark.allreduce`)",
+        "twice with TF_CONFIG on 127.0.0.1 ports (no launcher); the Compose side is `docker compose up",
+        "--exit-code-from verifier verifier`, rendezvous and verifier included. All-reduce: MB/s is the",
+        "tensor's size over the median time of one all-reduce of float32 ones between the two workers (worker",
+        "0's figure). Scaling: the same training with 1, 2 and 4 workers (scripts/workers.py), each worker",
+        "taking the same per-worker batch, on this machine's 2 cores. The official image and the naive",
+        "single-stage build are published figures, not measured here.",
         "",
         "![benchmark chart](benchmark.png)",
     ]

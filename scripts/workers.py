@@ -10,7 +10,7 @@ Compose has no replica index (docker/compose#9153), so there each worker is a se
 the extra ones `extends:` worker-1 of compose.yaml, so they are that worker, field for field,
 except for their name and index. Swarm and Kubernetes run N replicas of one definition, which is
 compose.yaml's worker-1 as `docker compose config` resolves it (image, settings, hardening), with
-the index taken from Swarm's task slot or the Indexed Job's completion index (trainer/cluster.py).
+the index taken from Swarm's task slot or the Indexed Job's completion index (trainer/contract/cluster.py).
 Nothing is written twice, so none of the three can drift from compose.yaml.
 """
 
@@ -21,12 +21,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from trainer.settings import LaunchSettings  # noqa: E402
 
 MAX_WORKERS = 16
-# The launcher's side port (TF_RENDEZVOUS_PORT), which peers must reach as well as TF's own.
-RENDEZVOUS_PORT = LaunchSettings().rendezvous_port
 BASE_FILE = "compose.yaml"
 TEMPLATE_SERVICE = "worker-1"
 DEFAULT_WORKERS = 2
@@ -118,7 +114,7 @@ def render_swarm(count: int, model: dict) -> str:
     worker, verifier = model["services"][TEMPLATE_SERVICE], model["services"]["verifier"]
     environment = {key: value for key, value in worker["environment"].items() if key != "TF_TASK_INDEX"}
     environment |= {"TF_WORKER_HOSTS": swarm_hosts(count), "TF_TASK_SLOT": "{{.Task.Slot}}"}
-    once = {"restart_policy": {"condition": "none"}}  # A restarted worker cannot rejoin (FACTS.md).
+    once = {"restart_policy": {"condition": "none"}}  # A restarted worker cannot rejoin (docs/recovery.md).
     stack = {
         "services": {
             SWARM_SERVICE: {
@@ -187,7 +183,8 @@ def render_kubernetes(count: int, model: dict) -> str:
     unused = ("TF_TASK_INDEX", "TF_RESULTS_DIR", "TF_CHECKPOINT_DIR")
     environment = {key: value for key, value in worker["environment"].items() if key not in unused}
     environment["TF_WORKER_HOSTS"] = kubernetes_hosts(count)
-    ports = [int(environment["TF_WORKER_PORT"]), RENDEZVOUS_PORT]
+    # The launcher's side port, which peers must reach as well as TF's own (both in compose.yaml).
+    ports = [int(environment["TF_WORKER_PORT"]), int(environment["TF_RENDEZVOUS_PORT"])]
     service = manifest(
         "v1",
         "Service",

@@ -1,5 +1,18 @@
-"""Multi-worker TensorFlow training for a cluster of containers.
+"""Everything the images run, one sub-package per runtime role.
 
-Importing this package does not import TensorFlow: configuration is validated first, so a bad
-setting fails in milliseconds instead of after a three-second TensorFlow import.
+- `contract`: what every role shares: the cluster template and TF_CONFIG, exit codes, the results
+  directory, the start gate, the shaper's report, console output and the settings machinery.
+  Standard library only; it imports no role.
+- `training`: the training program (`python -m trainer.training`). It imports TensorFlow, and only
+  after its settings are validated.
+- `launcher`: each worker's PID 1 (`python -m trainer.launcher`): rendezvous, supervision, deadlines.
+- `keeper`: restarts the whole cluster after a failure (`python -m trainer.keeper`, Docker SDK).
+- `verifier`: waits for the workers and judges the run (`python -m trainer.verifier`).
+- `benchmark`: programs the benchmark runs in place of the trainer (`python -m trainer.benchmark.allreduce`).
+- `shaper`: the network shaper beside each worker (`python -m trainer.shaper`, its own image).
+
+The rule between them is checked by `lint-imports` (the contracts in pyproject.toml, run by
+scripts/lint): the contract imports no role; the roles import no other role; the launcher, the
+keeper, the verifier and the shaper never import TensorFlow.
+Importing this package imports nothing.
 """

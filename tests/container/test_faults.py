@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.container.conftest import override
-from trainer.exitcodes import ExitCode
+from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
 

@@ -2,13 +2,12 @@
 
 import os
 import subprocess
-import sys
 import uuid
 
 import pytest
 
 from tests.conftest import ROOT, run_python
-from trainer.exitcodes import ExitCode
+from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
 
@@ -95,8 +94,8 @@ def test_the_tutorials_unchanged_program_runs_and_verifies_from_its_saved_logs(c
         path.write_text(project.logs(f"worker-{index}"))
         assert f"worker={index} {FIGURES}" in path.read_text()
         logs.append(str(path))
-    verify = [sys.executable, "scripts/verify.py", *logs]
-    saved = subprocess.run(verify, cwd=ROOT, capture_output=True, text=True, timeout=30)
+    verify = [str(ROOT / "scripts" / "verify"), *logs]  # The host entry point, from any folder.
+    saved = subprocess.run(verify, cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert saved.returncode == 0, saved.stdout
     assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}" in saved.stdout
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import ROOT
 from tests.container.conftest import ComposeProject, override
-from trainer.exitcodes import ExitCode
+from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
 

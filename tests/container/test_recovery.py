@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.container.conftest import ComposeProject, override
-from trainer.exitcodes import ExitCode
+from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
 

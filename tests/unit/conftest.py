@@ -28,7 +28,7 @@ def cluster():
             **variables,
         }
         launcher = subprocess.Popen(
-            [sys.executable, "-m", "trainer.launch", "--", *command],
+            [sys.executable, "-m", "trainer.launcher", "--", *command],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,

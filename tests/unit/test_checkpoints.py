@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from trainer import checkpoints
-from trainer.checkpoints import Store
+from trainer.training import checkpoints
+from trainer.training.checkpoints import Store
 
 
 def fake_write(prefix: str) -> None:

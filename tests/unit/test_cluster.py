@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from trainer import cluster as cluster_config
-from trainer.cluster import Cluster
+from trainer.contract import cluster as cluster_config
+from trainer.contract.cluster import Cluster
 
 
 def test_template_gives_every_worker_the_same_cluster_and_its_own_index():

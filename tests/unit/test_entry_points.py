@@ -7,13 +7,28 @@ import subprocess
 import pytest
 
 from tests.conftest import FIXTURES, ROOT, run_python
-from trainer.exitcodes import ExitCode
+from trainer.contract.exitcodes import ExitCode
 
 LOGS = FIXTURES / "logs"
 
 
+def test_the_host_verifier_reads_logs_relative_to_where_it_is_run():
+    # scripts/verify needs only python3, and takes paths as the user gives them.
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "verify"), "worker-0.log", "worker-1.log"],
+        cwd=LOGS / "tutorial",
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert "verdict: PASS: 2 of 2 workers agree" in result.stdout
+
+
 def test_verify_passes_the_tutorials_logs():
-    result = run_python("scripts/verify.py", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log"))
+    result = run_python(
+        "-m", "trainer.verifier", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log")
+    )
     assert result.returncode == ExitCode.OK, result.stdout + result.stderr
     assert (
         "verdict: PASS: 2 of 2 workers agree: replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
@@ -23,14 +38,16 @@ def test_verify_passes_the_tutorials_logs():
 
 def test_verify_fails_differing_logs_naming_metric_and_workers(tmp_path):
     junit = tmp_path / "verdict.xml"
-    result = run_python("scripts/verify.py", *sorted(map(str, (LOGS / "differ").glob("*.log"))), "--junit", str(junit))
+    result = run_python(
+        "-m", "trainer.verifier", *sorted(map(str, (LOGS / "differ").glob("*.log"))), "--junit", str(junit)
+    )
     assert result.returncode == ExitCode.VERIFICATION_FAILED
     assert "final_loss differs: worker-0=0.4168 worker-1=0.4170" in result.stdout
     assert "final_loss differs" in junit.read_text()
 
 
 def test_verify_json_output(tmp_path):
-    result = run_python("scripts/verify.py", "--json", *sorted(map(str, (LOGS / "differ").glob("*.log"))))
+    result = run_python("-m", "trainer.verifier", "--json", *sorted(map(str, (LOGS / "differ").glob("*.log"))))
     record = json.loads(result.stdout)
     assert record["event"] == "verdict" and record["passed"] is False
 
@@ -38,7 +55,7 @@ def test_verify_json_output(tmp_path):
 def test_verify_expects_the_clusters_workers():
     env = {**os.environ, "TF_WORKER_HOSTS": "worker-0,worker-1,worker-2"}
     result = run_python(
-        "scripts/verify.py", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log"), env=env
+        "-m", "trainer.verifier", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log"), env=env
     )
     assert result.returncode == ExitCode.VERIFICATION_FAILED
     assert "only 2 of 3 expected workers reported" in result.stdout
@@ -57,13 +74,13 @@ def test_verify_expects_the_clusters_workers():
 )
 def test_verify_bad_arguments(arguments, message):
     env = {key: value for key, value in os.environ.items() if key != "TF_WORKER_HOSTS"}
-    result = run_python("scripts/verify.py", *arguments, env=env)
+    result = run_python("-m", "trainer.verifier", *arguments, env=env)
     assert result.returncode == ExitCode.CONFIG_ERROR
     assert message in result.stderr
     assert "Traceback" not in result.stderr
 
 
-@pytest.mark.parametrize("module", ["trainer", "trainer.launch"])
+@pytest.mark.parametrize("module", ["trainer.training", "trainer.launcher"])
 @pytest.mark.parametrize(
     ("variables", "message"),
     [
@@ -83,7 +100,7 @@ def test_config_errors_are_one_line_with_the_config_exit_code(module, variables,
 
 def test_trainer_rejects_a_bad_training_setting():
     env = {"PATH": os.environ["PATH"], "TF_WORKER_HOSTS": "worker-0", "TF_TASK_INDEX": "0", "TRAIN_EPOCHS": "x"}
-    result = run_python("-m", "trainer", env=env)
+    result = run_python("-m", "trainer.training", env=env)
     assert result.returncode == ExitCode.CONFIG_ERROR
     assert result.stderr == "trainer: config error: `TRAIN_EPOCHS` ('x') must be an integer\n"
 
@@ -91,7 +108,7 @@ def test_trainer_rejects_a_bad_training_setting():
 @pytest.mark.parametrize("size", ["0", "x", "1.5"])
 def test_allreduce_names_a_bad_size_in_one_line(size):
     env = {"PATH": os.environ["PATH"], "TF_WORKER_HOSTS": "worker-0", "TF_TASK_INDEX": "0"}
-    result = run_python("-m", "trainer.allreduce", "16", size, env=env)
+    result = run_python("-m", "trainer.benchmark.allreduce", "16", size, env=env)
     assert result.returncode == ExitCode.CONFIG_ERROR
     assert result.stderr == f"allreduce: config error: a size must be a whole number of MiB, at least 1, got '{size}'\n"
 

@@ -1,4 +1,4 @@
-"""The start gate (trainer/gate.py): which programs wait at it, and what they see there."""
+"""The start gate (trainer/contract/gate.py): which programs wait at it, and what they see there."""
 
 import os
 import sys
@@ -7,20 +7,20 @@ import time
 import pytest
 
 from tests.unit.conftest import finish
-from trainer import gate
-from trainer.exitcodes import ExitCode
-from trainer.supervisor import honours_gate
+from trainer.contract import gate
+from trainer.contract.exitcodes import ExitCode
+from trainer.launcher.supervisor import honours_gate
 
 
 @pytest.mark.parametrize(
     ("command", "gated"),
     [
-        (["python", "-m", "trainer"], True),
-        (["/opt/venv/bin/python3", "-m", "trainer.allreduce"], True),
+        (["python", "-m", "trainer.training"], True),
+        (["/opt/venv/bin/python3", "-m", "trainer.benchmark.allreduce"], True),
         (["python", "/user/train.py"], False),  # Bring your own: started only after the rendezvous.
-        (["python", "-m", "trainer.launch"], False),
-        (["python", "-m", "trainer.allreduce", "16"], True),
-        (["sh", "-m", "trainer"], False),
+        (["python", "-m", "trainer.launcher"], False),
+        (["python", "-m", "trainer.benchmark.allreduce", "16"], True),
+        (["sh", "-m", "trainer.training"], False),
     ],
 )
 def test_only_this_projects_own_programs_wait_at_the_gate(command, gated):
@@ -40,7 +40,7 @@ def test_the_gate_opens_on_go_and_stays_shut_when_closed():
 def test_a_gated_program_that_ends_while_the_workers_meet_ends_the_wait(cluster):
     # Worker 1 never comes; worker 0's program (gated, started at once) fails on its arguments.
     # Its launcher stops waiting for the peer and reports the program's own exit, not a join timeout.
-    launcher = cluster(0, [sys.executable, "-m", "trainer.allreduce", "0"], TF_JOIN_TIMEOUT="30")
+    launcher = cluster(0, [sys.executable, "-m", "trainer.benchmark.allreduce", "0"], TF_JOIN_TIMEOUT="30")
     started = time.monotonic()
     code, output, _ = finish(launcher)
     assert code == ExitCode.CONFIG_ERROR, output

@@ -1,9 +1,9 @@
-"""The keeper's decisions (trainer/keeper.py), against a stand-in for the Docker API."""
+"""The keeper's decisions (trainer/keeper/keeper.py), against a stand-in for the Docker API."""
 
 import pytest
 
-from trainer.exitcodes import ExitCode
-from trainer.keeper import Keeper
+from trainer.contract.exitcodes import ExitCode
+from trainer.keeper.keeper import Keeper
 
 
 class FakeContainer:
@@ -147,7 +147,7 @@ def test_the_restart_names_the_first_failure_first(capsys):
 
 
 def test_an_exit_code_that_names_no_signal_is_shown_plainly():
-    from trainer.keeper import WorkerState
+    from trainer.keeper.keeper import WorkerState
 
     assert WorkerState("worker-0", False, 255, False).describe() == "exited 255"
     assert WorkerState("worker-0", False, 143, False).describe() == "exited 143 (killed by SIGTERM)"
@@ -156,7 +156,7 @@ def test_an_exit_code_that_names_no_signal_is_shown_plainly():
 def test_a_failing_engine_ends_the_keeper_with_one_line(capsys, monkeypatch):
     import docker.errors
 
-    from trainer import keeper as keeper_module
+    from trainer.keeper import __main__ as keeper_module
 
     def refuses():
         raise docker.errors.APIError("409 Conflict: cannot start")

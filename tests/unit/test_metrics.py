@@ -1,4 +1,4 @@
-from verifier.metrics import last_error_line, parse_final_metrics
+from trainer.verifier.metrics import last_error_line, parse_final_metrics
 
 TUTORIAL_LINE = "worker=0 replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
 

@@ -1,4 +1,4 @@
-"""The launcher trains only on a network its shaper has measured and found as asked (trainer/network.py)."""
+"""The launcher trains only on a network its shaper has measured and found as asked (trainer/contract/shaping.py)."""
 
 import json
 import subprocess
@@ -6,7 +6,7 @@ import sys
 import time
 
 from tests.conftest import ROOT, one_worker_env
-from trainer.exitcodes import ExitCode
+from trainer.contract.exitcodes import ExitCode
 
 REPORT = {
     "worker": "worker-0",
@@ -18,7 +18,7 @@ REPORT = {
 
 def launch(results, *, join_timeout="30"):
     env = one_worker_env(results, TF_NETWORK_PROFILE="wan", TF_JOIN_TIMEOUT=join_timeout)
-    command = [sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", "print('trained')"]
+    command = [sys.executable, "-m", "trainer.launcher", "--", sys.executable, "-c", "print('trained')"]
     return subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 

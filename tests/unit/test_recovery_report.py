@@ -1,10 +1,9 @@
-"""The verifier's account of the keeper's restarts (scripts/verifier/recovery.py)."""
+"""The verifier's account of the keeper's restarts (trainer/verifier/recovery.py)."""
 
-from verifier import render
-from verifier.recovery import from_keeper, starting_steps
-from verifier.verdict import WorkerReport, judge
-
-from trainer.results import WorkerRecord
+from trainer.contract.resultsdir import WorkerRecord
+from trainer.verifier import render
+from trainer.verifier.recovery import from_keeper, starting_steps
+from trainer.verifier.verdict import WorkerReport, judge
 
 FINAL = '{"event": "final", "worker": 0, "workers": 2, "replicas": 2, "final_loss": 0.41}'
 CHIEF_LOG = "\n".join(

@@ -1,6 +1,6 @@
-from trainer.cluster import from_template
-from trainer.rendezvous import Fingerprint, differences, rendezvous_port
-from trainer.settings import TrainingSettings
+from trainer.contract.cluster import from_template
+from trainer.contract.settings import TrainingSettings
+from trainer.launcher.rendezvous import Fingerprint, differences, rendezvous_port
 
 
 def fingerprint(hosts="worker-0,worker-1", index=0, **settings):

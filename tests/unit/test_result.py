@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from trainer.report import epoch_line, final_json, final_line
-from trainer.result import EpochResult, TrainingCheckFailed, TrainingResult, check
+from trainer.training.outcome import EpochResult, TrainingCheckFailed, TrainingResult, check
+from trainer.training.output import epoch_line, final_json, final_line
 
 
 def result(*, replicas=2, losses=(0.7459, 0.5991, 0.4168), accuracy=0.8281):

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from tests.conftest import ROOT, one_worker_env, run_python
-from trainer.results import WorkerFiles, wait_for_exit
+from trainer.contract.resultsdir import WorkerFiles, wait_for_exit
 
 
 @pytest.fixture
@@ -19,7 +19,7 @@ def launch():
     def start(results_dir, command, name="worker-0"):
         env = one_worker_env(results_dir, name)
         launcher = subprocess.Popen(
-            [sys.executable, "-m", "trainer.launch", "--", *command],
+            [sys.executable, "-m", "trainer.launcher", "--", *command],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -90,12 +90,12 @@ def test_verify_waits_on_a_results_directory(tmp_path):
     program = 'print(\'{"event": "final", "worker": 0, "replicas": 1, "final_loss": 0.5}\')'
     env = one_worker_env(tmp_path, "solo")
     subprocess.run(
-        [sys.executable, "-m", "trainer.launch", "--", sys.executable, "-c", program],
+        [sys.executable, "-m", "trainer.launcher", "--", sys.executable, "-c", program],
         cwd=ROOT,
         env=env,
         check=True,
         timeout=30,
     )
-    result = run_python("scripts/verify.py", "--results", str(tmp_path), "--workers", "solo", "--timeout", "5")
+    result = run_python("-m", "trainer.verifier", "--results", str(tmp_path), "--workers", "solo", "--timeout", "5")
     assert result.returncode == 0, result.stdout
     assert "verdict: PASS: 1 of 1 workers agree: replicas=1 final_loss=0.5000" in result.stdout

@@ -1,6 +1,6 @@
 import pytest
 
-from trainer.settings import TrainingSettings
+from trainer.contract.settings import TrainingSettings
 
 
 def test_defaults_are_the_tutorials():

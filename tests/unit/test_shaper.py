@@ -8,11 +8,11 @@ import time
 
 import pytest
 
-from shaper import probe, relay
-from shaper.checks import checks
-from shaper.probe import Link
-from shaper.profiles import PROFILES, Profile, from_env
 from tests.conftest import free_port
+from trainer.shaper import probe, relay
+from trainer.shaper.checks import checks
+from trainer.shaper.probe import Link
+from trainer.shaper.profiles import PROFILES, Profile, from_env
 
 
 def test_profiles_by_name_and_field_by_field():

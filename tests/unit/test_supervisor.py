@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import free_port
 from tests.unit.conftest import finish
-from trainer.exitcodes import ExitCode
+from trainer.contract.exitcodes import ExitCode
 
 
 def test_agreeing_workers_start_their_programs(cluster):
@@ -105,7 +105,7 @@ def test_a_failed_training_check_is_reported_as_such_after_the_peer_has_gone(clu
 
 
 def test_peers_are_asked_often_while_meeting_and_less_often_in_larger_clusters():
-    from trainer.supervisor import meeting_interval
+    from trainer.launcher.supervisor import meeting_interval
 
     assert meeting_interval(1) == 0.05
     assert meeting_interval(3) == pytest.approx(0.15)

@@ -1,8 +1,8 @@
 import json
 import xml.etree.ElementTree as ElementTree
 
-from verifier import render
-from verifier.verdict import WorkerReport, judge
+from trainer.verifier import render
+from trainer.verifier.verdict import WorkerReport, judge
 
 GOOD = (
     '{{"event": "final", "worker": {index}, "workers": 2, "replicas": 2, '

@@ -1,14 +1,11 @@
 """scripts/workers.py: the N-worker override, rendered from compose.yaml's own worker-1."""
 
 import re
-import sys
 
 import pytest
+import workers  # scripts/workers.py: pytest puts scripts/ on the path (pyproject.toml).
 
 from tests.conftest import ROOT, run_python
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import workers  # noqa: E402 - scripts/ is not a package.
 
 
 def services(text: str) -> list[str]:

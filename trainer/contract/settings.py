@@ -14,7 +14,7 @@ class TrainingSettings:
     per_worker_batch_size: int = 16
     learning_rate: float = 0.03
     seed: int = 7
-    # Checkpoint every this many steps; 0 means at the end of every epoch (trainer/checkpoints.py).
+    # Checkpoint every this many steps; 0 means at the end of every epoch (trainer/training/checkpoints.py).
     checkpoint_steps: int = 0
     # The tutorial's pass mark for the final epoch's accuracy.
     min_accuracy: float = 0.75
@@ -88,7 +88,7 @@ def _given(environ: Mapping[str, str], *fields: tuple[str, str, type]) -> dict:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LaunchSettings:
-    """How the launcher bounds a worker's life (README.md, "Deadlines")."""
+    """How the launcher bounds a worker's life (docs/settings.md, "Deadlines")."""
 
     join_timeout: float = 60.0
     run_timeout: float = 3600.0
@@ -144,7 +144,7 @@ class RecoverySettings:
 
 
 def restart_limit(environ: Mapping[str, str]) -> int:
-    """TF_RESTART_LIMIT: how many times the keeper (trainer/keeper.py) restarts the whole cluster."""
+    """TF_RESTART_LIMIT: how many times the keeper (trainer/keeper/keeper.py) restarts the whole cluster."""
     text = environ.get("TF_RESTART_LIMIT", "").strip() or "3"
     limit = _parse("TF_RESTART_LIMIT", text, int)
     if not 0 <= limit <= 100:

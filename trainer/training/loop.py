@@ -11,12 +11,12 @@ from collections.abc import Callable
 
 import tensorflow as tf
 
-from trainer.checkpoints import Store
-from trainer.cluster import Cluster
-from trainer.data import make_dataset_fn
-from trainer.model import build_state
-from trainer.result import EpochResult, TrainingResult
-from trainer.settings import TrainingSettings
+from trainer.contract.cluster import Cluster
+from trainer.contract.settings import TrainingSettings
+from trainer.training.checkpoints import Store
+from trainer.training.data import make_dataset_fn
+from trainer.training.model import build_state
+from trainer.training.outcome import EpochResult, TrainingResult
 
 
 class ResumeMismatch(Exception):

@@ -16,8 +16,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-from trainer.cluster import Cluster, host_of
-from trainer.settings import ENV_NAMES, TrainingSettings
+from trainer.contract.cluster import Cluster, host_of
+from trainer.contract.settings import ENV_NAMES, TrainingSettings
 
 
 @dataclasses.dataclass(frozen=True)

@@ -2,17 +2,17 @@
 
 Phases, each bounded:
 0. Network (with compose.network.yaml only, within the join deadline): wait until this worker's
-   shaper has applied its profile and measured every link (trainer/network.py).
+   shaper has applied its profile and measured every link (trainer/contract/shaping.py).
 1. Rendezvous (up to the join deadline): every peer must answer with the same configuration.
    Progress is printed at least every 10 s; a mismatch or an absent peer ends the worker. This
    project's own programs are started at once and import TensorFlow meanwhile, held at a gate
-   (trainer/gate.py) until every worker agrees; any other program starts after the rendezvous.
+   (trainer/contract/gate.py) until every worker agrees; any other program starts after the rendezvous.
 2. Training (up to the run deadline): the program runs while a heartbeat watches every peer. A
    peer that stops answering, or reports a failed exit, is lost; the program then gets a short
    grace to end on its own (TensorFlow usually fails at once), and is stopped after it.
 3. Exit: the final state stays served until every live peer has seen it (at most a few seconds),
    so a slower peer learns how this worker ended instead of finding it gone.
-Exit codes are trainer.exitcodes'; the reason is always printed as one `launcher |` line.
+Exit codes are trainer.contract.exitcodes'; the reason is always printed as one `launcher |` line.
 """
 
 import contextlib
@@ -26,15 +26,16 @@ import sys
 import threading
 import time
 
-from trainer import gate as trainer_gate
-from trainer import network, rendezvous
-from trainer.cluster import Cluster, host_of
-from trainer.exitcodes import ExitCode
-from trainer.peers import PeerWatch
-from trainer.results import Recorder, show
+from trainer.contract import gate as trainer_gate
+from trainer.contract import shaping
+from trainer.contract.cluster import Cluster, host_of
+from trainer.contract.exitcodes import ExitCode
+from trainer.contract.resultsdir import Recorder, show
+from trainer.launcher import rendezvous
+from trainer.launcher.peers import PeerWatch
 
 PROGRESS_INTERVAL = 10.0
-# How often the supervisor looks at what the peer watches (trainer/peers.py) have learned.
+# How often the supervisor looks at what the peer watches (trainer/launcher/peers.py) have learned.
 CHECK_INTERVAL = 0.05
 HEARTBEAT_INTERVAL = 1.0
 HEARTBEAT_TIMEOUT = 2.0
@@ -175,7 +176,7 @@ class Supervisor:
         started = time.monotonic()
         deadline = started + self._deadlines.join
         self.say("waiting for this worker's network shaper")
-        while (report := network.read_report(self._shaped_in, self._cluster.host, self._run_id)) is None:
+        while (report := shaping.read_report(self._shaped_in, self._cluster.host, self._run_id)) is None:
             if time.monotonic() >= deadline:
                 return ExitCode.CONFIG_ERROR, (
                     f"no network measurements from this worker's shaper within the {self._deadlines.join:.0f}s join "
@@ -183,7 +184,7 @@ class Supervisor:
                 )
             if self._ended.wait(CHECK_INTERVAL):  # A signal; nothing to wait on but the shaper's file.
                 return None
-        self.say(network.summary(report))
+        self.say(shaping.summary(report))
         if not report.get("ok"):
             missed = "; ".join(check["check"] for check in report.get("checks", []) if not check["ok"])
             return ExitCode.CONFIG_ERROR, f"the network shaping misses its profile: {missed}"
@@ -289,7 +290,7 @@ class Supervisor:
         self._forwarder.join()  # Every line it printed is out before the launcher's own.
         # What the containers' limits are sized by (compose.yaml). Linux gives the peak in KiB.
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # Worded to be no failure reason (scripts/verifier/metrics.py): it follows every end alike.
+        # Worded to be no failure reason (trainer/verifier/metrics.py): it follows every end alike.
         self.say(
             f"training program used {time.monotonic() - self._started:.1f}s, "
             f"{usage.ru_utime + usage.ru_stime:.1f} CPU-seconds, peak memory {usage.ru_maxrss / 1024:.0f} MiB"
@@ -384,8 +385,8 @@ class Supervisor:
         return ExitCode.TERMINATED
 
 
-# This project's own programs wait at the start gate (trainer/gate.py) after their imports.
-GATED_MODULES = frozenset({"trainer", "trainer.allreduce"})
+# This project's own programs wait at the start gate (trainer/contract/gate.py) after their imports.
+GATED_MODULES = frozenset({"trainer.training", "trainer.benchmark.allreduce"})
 
 
 def honours_gate(command: list[str]) -> bool:

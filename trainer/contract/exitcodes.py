@@ -12,7 +12,7 @@ class ExitCode(enum.IntEnum):
     PEER_LOST = 5
     DEADLINE_EXCEEDED = 6
     VERIFICATION_FAILED = 7
-    # The keeper (trainer/keeper.py) stopped restarting the cluster.
+    # The keeper (trainer/keeper/keeper.py) stopped restarting the cluster.
     GAVE_UP = 8
     # 128 + SIGTERM, as a shell reports a process ended by SIGTERM.
     TERMINATED = 143

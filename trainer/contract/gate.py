@@ -1,6 +1,6 @@
 """The start gate: this project's own programs import TensorFlow while the workers still meet.
 
-Importing TensorFlow takes seconds; the rendezvous (trainer/supervisor.py) a fraction of one. So
+Importing TensorFlow takes seconds; the rendezvous (trainer/launcher/supervisor.py) a fraction of one. So
 the launcher starts a program that honours the gate at once, with the read end of a pipe named by
 TFCLUSTER_GATE_FD, and the program waits there, TensorFlow imported, until the launcher writes
 `go` (every worker agreed). If the launcher closes the pipe instead, the program ends without

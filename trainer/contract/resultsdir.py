@@ -8,7 +8,7 @@ For each worker `NAME` the launcher keeps three files in a directory shared with
 - `NAME.status`: JSON, replaced atomically: `{"state": "running"}`, then
   `{"state": "exited", "exit_code": N}` written before the lock is released.
 - `NAME.log`: everything the worker's program printed, appended to: a worker restarted by the
-  keeper (trainer/keeper.py) adds to its earlier runs' lines instead of erasing them.
+  keeper (trainer/keeper/keeper.py) adds to its earlier runs' lines instead of erasing them.
 
 The keeper keeps the same three files under its own name, and adds what it did to its status.
 """
@@ -22,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-from trainer.exitcodes import ExitCode
+from trainer.contract.exitcodes import ExitCode
 
 
 @dataclasses.dataclass(frozen=True)

@@ -16,16 +16,12 @@ import signal
 import sys
 from pathlib import Path
 
-# The verifier shares the cluster template and the results protocol with the trainer package.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from verifier import render, sources  # noqa: E402
-from verifier.recovery import from_keeper  # noqa: E402
-from verifier.verdict import judge  # noqa: E402
-
-from trainer import cluster as cluster_config  # noqa: E402
-from trainer.exitcodes import ExitCode  # noqa: E402
-from trainer.settings import LaunchSettings, restart_limit  # noqa: E402
+from trainer.contract import cluster as cluster_config
+from trainer.contract.exitcodes import ExitCode
+from trainer.contract.settings import LaunchSettings, restart_limit
+from trainer.verifier import render, sources
+from trainer.verifier.recovery import from_keeper
+from trainer.verifier.verdict import judge
 
 
 def parse_arguments(argv: list[str]) -> argparse.Namespace:

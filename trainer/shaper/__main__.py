@@ -1,7 +1,7 @@
-"""The shaper of one worker: `python -m shaper [partition | heal]` in the worker's network namespace.
+"""The shaper of one worker: `python -m trainer.shaper [partition | heal]` in the worker's network namespace.
 
 Run as a service of compose.network.yaml (`network_mode: service:worker-N`, NET_ADMIN), it
-applies the profile (shaper/profiles.py) to the worker's links, starts the delaying relay where
+applies the profile (trainer/shaper/profiles.py) to the worker's links, starts the delaying relay where
 the profile adds latency, measures every link to the other workers' shapers, writes what it found
 to the results directory (`network-<worker>.json`, which the worker's launcher waits for before
 training and the verifier reports), and then stays until the worker's launcher has ended.
@@ -21,9 +21,9 @@ import sys
 import time
 from pathlib import Path
 
-from shaper import probe, relay, rules
-from shaper.checks import checks
-from shaper.profiles import from_env
+from trainer.shaper import probe, relay, rules
+from trainer.shaper.checks import checks
+from trainer.shaper.profiles import from_env
 
 # Where the relay listens for the redirected connections: TensorFlow's and the probe's.
 RELAY_OFFSET = 10
@@ -42,7 +42,7 @@ def config_error(message: str) -> int:
 def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str], str | None]:
     """(TensorFlow's port here, the other workers' hosts, the launcher's run), from its own status.
 
-    The launcher publishes the cluster it was given there (trainer/results.py), so the template is
+    The launcher publishes the cluster it was given there (trainer/contract/resultsdir.py), so the template is
     written once, in compose.yaml, and the shaper cannot disagree with its worker.
     """
     status = results / f"{me}.status"
@@ -161,7 +161,7 @@ def main(argv: list[str]) -> int:
             say(f"{worker}: healed" if changed else f"{worker}: was not cut off")
         return 0
     if argv:
-        return config_error(f"unknown command {' '.join(argv)!r} (usage: python -m shaper [partition | heal])")
+        return config_error(f"unknown command {' '.join(argv)!r} (usage: python -m trainer.shaper [partition | heal])")
     return asyncio.run(shape(os.environ))
 
 

@@ -1,8 +1,8 @@
-"""The worker's PID 1: `python -m trainer.launch [-- COMMAND...]` (default `python -m trainer`).
+"""The worker's PID 1: `python -m trainer.launcher [-- COMMAND...]` (default `python -m trainer.training`).
 
 It validates the configuration, meets every peer at the rendezvous, runs the training program
-with TF_CONFIG built from the cluster template, and bounds everything (trainer/supervisor.py).
-It records how the program ended in the results directory for the verifier (trainer/results.py).
+with TF_CONFIG built from the cluster template, and bounds everything (trainer/launcher/supervisor.py).
+It records how the program ended in the results directory for the verifier (trainer/contract/resultsdir.py).
 """
 
 import os
@@ -12,16 +12,17 @@ import sys
 import uuid
 from pathlib import Path
 
-from trainer import cluster as cluster_config
-from trainer import network, rendezvous
-from trainer.results import Recorder, WorkerFiles, config_error
-from trainer.settings import LaunchSettings, TrainingSettings
-from trainer.supervisor import Deadlines, Supervisor
+from trainer.contract import cluster as cluster_config
+from trainer.contract import shaping
+from trainer.contract.resultsdir import Recorder, WorkerFiles, config_error
+from trainer.contract.settings import LaunchSettings, TrainingSettings
+from trainer.launcher import rendezvous
+from trainer.launcher.supervisor import Deadlines, Supervisor
 
 
 def main(argv: list[str]) -> int:
     command = argv[argv.index("--") + 1 :] if "--" in argv else argv
-    command = command or [sys.executable, "-m", "trainer"]
+    command = command or [sys.executable, "-m", "trainer.training"]
     results_dir = os.environ.get("TF_RESULTS_DIR", "").strip()
     try:
         cluster = cluster_config.from_env(os.environ)
@@ -34,7 +35,7 @@ def main(argv: list[str]) -> int:
         return _config_error(str(error), Recorder(WorkerFiles(Path(results_dir), name)) if results_dir else None)
 
     # The running status names the cluster and this run, for the worker's network shaper
-    # (shaper/__main__.py), which echoes the run in its report.
+    # (trainer/shaper/__main__.py), which echoes the run in its report.
     run_id = uuid.uuid4().hex
     recorder = (
         Recorder(WorkerFiles(Path(launch.results_dir), cluster.host), workers=list(cluster.workers), run=run_id)
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
             rendezvous_base_port=launch.rendezvous_port,
             deadlines=Deadlines(join=launch.join_timeout, run=launch.run_timeout),
             recorder=recorder,
-            shaped_in=launch.results_dir if os.environ.get(network.VARIABLE, "").strip() else None,
+            shaped_in=launch.results_dir if os.environ.get(shaping.VARIABLE, "").strip() else None,
             run_id=run_id,
         )
     except OSError as error:  # The rendezvous port is taken, most likely.

@@ -4,7 +4,7 @@ import dataclasses
 
 import tensorflow as tf
 
-from trainer.data import FEATURES
+from trainer.training.data import FEATURES
 
 
 @dataclasses.dataclass(frozen=True)

@@ -8,8 +8,8 @@ import dataclasses
 import threading
 import time
 
-from trainer import rendezvous
-from trainer.cluster import host_of
+from trainer.contract.cluster import host_of
+from trainer.launcher import rendezvous
 
 
 @dataclasses.dataclass(frozen=True)

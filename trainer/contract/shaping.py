@@ -1,6 +1,6 @@
 """The launcher's side of network shaping (compose.network.yaml): wait for the shaper's measurements.
 
-A worker's shaper (shaper/__main__.py) writes `network-<worker>.json` to the results directory
+A worker's shaper (trainer/shaper/__main__.py) writes `network-<worker>.json` to the results directory
 once its profile is applied and every link measured. Training before that would run on a network
 other than the one asked for, and a profile the measurements miss would make the run a lie; so
 the launcher waits for the file, within the join deadline, and stops if the shaping is not real.

@@ -3,7 +3,7 @@
 import json
 import xml.etree.ElementTree as ElementTree
 
-from verifier.verdict import Verdict
+from trainer.verifier.verdict import Verdict
 
 # The table's metric columns, when present; the JSON output carries every metric.
 _PREFERRED_COLUMNS = ("replicas", "initial_loss", "final_loss", "final_accuracy")

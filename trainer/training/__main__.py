@@ -1,7 +1,7 @@
-"""Entry point of one worker: `python -m trainer`.
+"""Entry point of one worker: `python -m trainer.training`.
 
 Configuration is read here, once, and validated before TensorFlow is imported; everything inward
-takes plain values. Exit codes are those of trainer.exitcodes (README.md, "Exit codes").
+takes plain values. Exit codes are those of trainer.contract.exitcodes (README.md, "Exit codes").
 """
 
 import json
@@ -9,13 +9,13 @@ import os
 import sys
 from pathlib import Path
 
-from trainer import cluster as cluster_config
-from trainer import gate
-from trainer.checkpoints import Store
-from trainer.exitcodes import ExitCode
-from trainer.report import epoch_line, final_json, final_line
-from trainer.result import TrainingCheckFailed, check
-from trainer.settings import RecoverySettings, TrainingSettings
+from trainer.contract import cluster as cluster_config
+from trainer.contract import gate
+from trainer.contract.exitcodes import ExitCode
+from trainer.contract.settings import RecoverySettings, TrainingSettings
+from trainer.training.checkpoints import Store
+from trainer.training.outcome import TrainingCheckFailed, check
+from trainer.training.output import epoch_line, final_json, final_line
 
 
 def say(line: str) -> None:
@@ -47,7 +47,7 @@ def main() -> int:
     cluster_config.export_for_tensorflow(cluster, os.environ)
     say(f"worker {cluster.index} of {cluster.size} | {cluster.address} | cluster: {json.dumps(list(cluster.workers))}")
 
-    from trainer.train import ResumeMismatch, train  # Imports TensorFlow: seconds, so after validation.
+    from trainer.training.loop import ResumeMismatch, train  # Imports TensorFlow: seconds, so after validation.
 
     if not gate.wait_for_go():  # The launcher's rendezvous failed while TensorFlow was importing.
         return ExitCode.TERMINATED

@@ -6,7 +6,7 @@ program and this one are verified alike) and as one JSON line with full precisio
 
 import json
 
-from trainer.result import EpochResult, TrainingResult
+from trainer.training.outcome import EpochResult, TrainingResult
 
 
 def epoch_line(epoch: EpochResult, *, epochs: int, step: int) -> str:

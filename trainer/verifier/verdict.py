@@ -3,8 +3,8 @@
 import dataclasses
 import math
 
-from verifier.metrics import IDENTITY_KEYS, last_error_line, parse_final_metrics
-from verifier.recovery import Recovery
+from trainer.verifier.metrics import IDENTITY_KEYS, last_error_line, parse_final_metrics
+from trainer.verifier.recovery import Recovery
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

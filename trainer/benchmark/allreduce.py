@@ -1,4 +1,4 @@
-"""All-reduce throughput between the workers: `python -m trainer.allreduce [MiB ...]`.
+"""All-reduce throughput between the workers: `python -m trainer.benchmark.allreduce [MiB ...]`.
 
 The benchmark (scripts/benchmark.py) runs this in place of the trainer, in the Compose cluster
 and as bare processes, to compare what the network between containers costs the collectives the
@@ -17,9 +17,9 @@ import statistics
 import sys
 import time
 
-from trainer import cluster as cluster_config
-from trainer import gate
-from trainer.exitcodes import ExitCode
+from trainer.contract import cluster as cluster_config
+from trainer.contract import gate
+from trainer.contract.exitcodes import ExitCode
 
 DEFAULT_SIZES_MIB = (1, 16, 64)
 # Enough rounds for a stable median without making the 64 MiB case the whole benchmark.

@@ -6,11 +6,11 @@ Docker never restarts a container stopped by `docker kill` (a manual stop), so r
 alone cannot bring a cluster back. The keeper watches the project's worker containers (label
 `tfcluster.role=worker`) through the Docker API; when one ends with a failure, it kills the
 others and starts them all again, and they resume from the chief's newest checkpoint
-(trainer/checkpoints.py). After TF_RESTART_LIMIT restarts it stops every worker and gives up.
+(trainer/training/checkpoints.py). After TF_RESTART_LIMIT restarts it stops every worker and gives up.
 
 It judges from the containers' states, not from the events themselves: an event only wakes it,
 so a death it caused itself, or one it learned of twice, cannot make it act twice. What it did
-goes to the results directory as `keeper.status`/`.log`/`.lock` (trainer/results.py), where the
+goes to the results directory as `keeper.status`/`.log`/`.lock` (trainer/contract/resultsdir.py), where the
 verifier waits for it before judging the workers.
 
 Exit codes: 0 every worker finished well; 8 it gave up (limit reached, or a failure a restart
@@ -19,20 +19,16 @@ cannot cure, such as a configuration error); 2 bad configuration; 143 stopped by
 
 import contextlib
 import dataclasses
-import os
 import signal
-import socket
 import sys
 import threading
 import time
-from pathlib import Path
 
 import docker
 import docker.errors
 
-from trainer.exitcodes import ExitCode
-from trainer.results import Recorder, WorkerFiles, config_error, show
-from trainer.settings import restart_limit
+from trainer.contract.exitcodes import ExitCode
+from trainer.contract.resultsdir import Recorder, show
 
 ROLE_LABEL = "tfcluster.role=worker"
 PROJECT_LABEL = "com.docker.compose.project"
@@ -173,36 +169,3 @@ class Keeper:
                 container.kill()
         for container in containers:
             container.wait(condition="not-running")
-
-
-def main() -> int:
-    results_dir = os.environ.get("TF_RESULTS_DIR", "").strip()
-    recorder = Recorder(WorkerFiles(Path(results_dir), NAME)) if results_dir else None
-    try:
-        limit = restart_limit(os.environ)
-        client = docker.from_env()
-        # Its own container says which Compose project to keep (its hostname is its container ID).
-        project = client.containers.get(socket.gethostname()).labels[PROJECT_LABEL]
-    except (ValueError, KeyError, docker.errors.DockerException) as error:
-        return config_error("keeper", str(error), recorder)
-
-    keeper = Keeper(client, project, limit=limit, recorder=recorder)
-
-    def stop(signum, _frame):
-        raise SystemExit(ExitCode.TERMINATED)
-
-    signal.signal(signal.SIGTERM, stop)
-    code = ExitCode.TERMINATED
-    try:
-        code = keeper.run()
-    except docker.errors.DockerException as error:  # The engine refused or lost something: no traceback.
-        keeper.say(f"gave up: the Docker engine failed: {error}")
-        code = ExitCode.GAVE_UP
-    finally:
-        if recorder:
-            recorder.finish(code, restarts=keeper.restarts, limit=limit)
-    return code
-
-
-if __name__ == "__main__":
-    sys.exit(main())

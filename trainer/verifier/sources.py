@@ -3,9 +3,9 @@
 import time
 from pathlib import Path
 
-from trainer import network
-from trainer.results import WorkerFiles, WorkerRecord, wait_for_exit
-from verifier.verdict import WorkerReport
+from trainer.contract import shaping
+from trainer.contract.resultsdir import WorkerFiles, WorkerRecord, wait_for_exit
+from trainer.verifier.verdict import WorkerReport
 
 
 def from_results_dir(
@@ -44,5 +44,5 @@ def from_log_files(paths: list[Path]) -> list[WorkerReport]:
 
 def network_reports(directory: Path, names: list[str]) -> tuple[str, ...]:
     """One line per worker whose shaper reported (compose.network.yaml): its profile and measurements."""
-    reports = ((name, network.read_report(str(directory), name)) for name in names)
-    return tuple(f"{name}: {network.summary(report)}" for name, report in reports if report is not None)
+    reports = ((name, shaping.read_report(str(directory), name)) for name in names)
+    return tuple(f"{name}: {shaping.summary(report)}" for name, report in reports if report is not None)

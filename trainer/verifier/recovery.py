@@ -1,13 +1,13 @@
-"""What the keeper did (trainer/keeper.py): the restarts, and the step each one resumed from."""
+"""What the keeper did (trainer/keeper/keeper.py): the restarts, and the step each one resumed from."""
 
 import dataclasses
 import re
 
-from trainer.exitcodes import ExitCode
-from trainer.results import WorkerRecord
-from verifier.metrics import last_error_line
+from trainer.contract.exitcodes import ExitCode
+from trainer.contract.resultsdir import WorkerRecord
+from trainer.verifier.metrics import last_error_line
 
-# Each start of the trainer says where it began (trainer/train.py).
+# Each start of the trainer says where it began (trainer/training/loop.py).
 _START = re.compile(r"^checkpoint \| (?:none in .*: starting at step 0|resuming from step (\d+))")
 
 

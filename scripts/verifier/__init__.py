@@ -1,1 +1,0 @@
-"""The verifier: did every worker finish the same synchronized training?"""

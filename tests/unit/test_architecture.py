@@ -1,0 +1,58 @@
+"""The layout's dependency rule (trainer/__init__.py) holds, and its check can say no."""
+
+import shutil
+import subprocess
+import sys
+
+import grimp
+
+from tests.conftest import ROOT
+
+LINT_IMPORTS = str(ROOT / ".venv" / "bin" / "lint-imports")
+
+
+def test_the_shared_contract_imports_only_the_standard_library_and_itself():
+    graph = grimp.build_graph("trainer", include_external_packages=True)
+    outside = {
+        f"{module} imports {imported}"
+        for module in graph.find_descendants("trainer.contract") | {"trainer.contract"}
+        for imported in graph.find_modules_directly_imported_by(module)
+        if not imported.startswith("trainer.contract") and imported.split(".")[0] not in sys.stdlib_module_names
+    }
+    assert not outside
+
+
+def lint_copy(tmp_path, module: str, line: str) -> subprocess.CompletedProcess:
+    """`lint-imports` with the project's contracts on a copy of trainer/ whose `module` gained `line`."""
+    shutil.copytree(ROOT / "trainer", tmp_path / "trainer", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    target = tmp_path / module
+    target.write_text(f"{line}\n{target.read_text()}")
+    return subprocess.run(
+        [LINT_IMPORTS, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_the_rule_holds_on_this_tree(tmp_path):
+    result = lint_copy(tmp_path, "trainer/launcher/peers.py", "")
+    assert result.returncode == 0, result.stdout
+    assert "0 broken" in result.stdout
+
+
+def test_a_launcher_module_that_imports_tensorflow_breaks_the_rule(tmp_path):
+    result = lint_copy(tmp_path, "trainer/launcher/peers.py", "import tensorflow  # noqa")
+    assert result.returncode == 1, result.stdout
+    assert "never import TensorFlow or the Docker SDK BROKEN" in " ".join(result.stdout.split())
+    assert "trainer.launcher.peers -> tensorflow" in result.stdout
+
+
+def test_the_verifier_importing_the_training_loop_breaks_the_rule(tmp_path):
+    result = lint_copy(tmp_path, "trainer/verifier/metrics.py", "from trainer.training import loop  # noqa")
+    assert result.returncode == 1, result.stdout
+    assert "trainer.verifier.metrics -> trainer.training.loop" in result.stdout
+
+
+def test_the_contract_importing_a_role_breaks_the_rule(tmp_path):
+    result = lint_copy(tmp_path, "trainer/contract/cluster.py", "import trainer.launcher.peers  # noqa")
+    assert result.returncode == 1, result.stdout
+    assert "trainer.contract.cluster -> trainer.launcher.peers" in result.stdout

@@ -1,0 +1,1 @@
+"""The contract every role shares (standard library only; imports no role)."""

@@ -1,0 +1,51 @@
+"""The keeper's entry point: `python -m trainer.keeper` (the `keeper` service of compose.recovery.yaml).
+
+Exit codes: 0 every worker finished well; 8 it gave up; 2 bad configuration; 143 stopped by a signal.
+"""
+
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import docker
+import docker.errors
+
+from trainer.contract.exitcodes import ExitCode
+from trainer.contract.resultsdir import Recorder, WorkerFiles, config_error
+from trainer.contract.settings import restart_limit
+from trainer.keeper.keeper import NAME, PROJECT_LABEL, Keeper
+
+
+def main() -> int:
+    results_dir = os.environ.get("TF_RESULTS_DIR", "").strip()
+    recorder = Recorder(WorkerFiles(Path(results_dir), NAME)) if results_dir else None
+    try:
+        limit = restart_limit(os.environ)
+        client = docker.from_env()
+        # Its own container says which Compose project to keep (its hostname is its container ID).
+        project = client.containers.get(socket.gethostname()).labels[PROJECT_LABEL]
+    except (ValueError, KeyError, docker.errors.DockerException) as error:
+        return config_error("keeper", str(error), recorder)
+
+    keeper = Keeper(client, project, limit=limit, recorder=recorder)
+
+    def stop(signum, _frame):
+        raise SystemExit(ExitCode.TERMINATED)
+
+    signal.signal(signal.SIGTERM, stop)
+    code = ExitCode.TERMINATED
+    try:
+        code = keeper.run()
+    except docker.errors.DockerException as error:  # The engine refused or lost something: no traceback.
+        keeper.say(f"gave up: the Docker engine failed: {error}")
+        code = ExitCode.GAVE_UP
+    finally:
+        if recorder:
+            recorder.finish(code, restarts=keeper.restarts, limit=limit)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""The training program: `python -m trainer.training` (TensorFlow, imported after validation)."""

@@ -1,0 +1,1 @@
+"""The verifier: did every worker finish the same synchronized training? (`python -m trainer.verifier`)."""
