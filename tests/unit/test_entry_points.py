@@ -65,7 +65,7 @@ def test_verify_expects_the_clusters_workers():
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        (["nowhere.log"], "verify: no such log file: nowhere.log"),
+        (["nowhere.log"], "verify: config error: no such log file: nowhere.log"),
         (["--results", "/tmp"], "--results needs the expected workers"),
         (["--results", "/tmp", "--workers", "a,,b"], "('a,,b') has an empty entry"),
         (["--timeout", "0", "x.log"], "--timeout (0.0) must be positive"),

@@ -19,6 +19,7 @@ import time
 
 from trainer.contract import cluster as cluster_config
 from trainer.contract import gate
+from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 
 DEFAULT_SIZES_MIB = (1, 16, 64)
@@ -38,8 +39,7 @@ def main(argv: list[str]) -> int:
         sizes = [int(word) for word in argv] or list(DEFAULT_SIZES_MIB)
         cluster = cluster_config.from_env(os.environ)
     except ValueError as error:
-        print(f"allreduce: config error: {error}", file=sys.stderr, flush=True)
-        return ExitCode.CONFIG_ERROR
+        return config_error("allreduce", str(error))
     cluster_config.export_for_tensorflow(cluster, os.environ)
 
     import tensorflow as tf  # Seconds: only after the arguments are known to be good.

@@ -17,12 +17,9 @@ import dataclasses
 import fcntl
 import json
 import os
-import sys
 import threading
 import time
 from pathlib import Path
-
-from trainer.contract.exitcodes import ExitCode
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,21 +119,3 @@ def _read(path: Path) -> str:
         return path.read_text(encoding="utf-8", errors="replace")
     except FileNotFoundError:
         return ""
-
-
-def show(text: str, recorder: Recorder | None) -> None:
-    """A line on stdout (for `docker logs`) and, when there is a results directory, in the log there."""
-    sys.stdout.write(text)
-    sys.stdout.flush()
-    if recorder:
-        recorder.log_line(text)
-
-
-def config_error(program: str, reason: str, recorder: Recorder | None) -> int:
-    """One line on stderr (and in the results, for the verifier), and the config-error exit code."""
-    message = f"{program}: config error: {reason}"
-    print(message, file=sys.stderr, flush=True)
-    if recorder:
-        recorder.log_line(message + "\n")
-        recorder.finish(ExitCode.CONFIG_ERROR)
-    return ExitCode.CONFIG_ERROR

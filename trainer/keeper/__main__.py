@@ -12,8 +12,9 @@ from pathlib import Path
 import docker
 import docker.errors
 
+from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
-from trainer.contract.resultsdir import Recorder, WorkerFiles, config_error
+from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.settings import restart_limit
 from trainer.keeper.keeper import NAME, PROJECT_LABEL, Keeper
 

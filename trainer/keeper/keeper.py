@@ -27,8 +27,9 @@ import time
 import docker
 import docker.errors
 
+from trainer.contract.console import show
 from trainer.contract.exitcodes import ExitCode
-from trainer.contract.resultsdir import Recorder, show
+from trainer.contract.resultsdir import Recorder
 
 ROLE_LABEL = "tfcluster.role=worker"
 PROJECT_LABEL = "com.docker.compose.project"

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from trainer.contract import cluster as cluster_config
 from trainer.contract import shaping
-from trainer.contract.resultsdir import Recorder, WorkerFiles, config_error
+from trainer.contract.console import config_error
+from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.settings import LaunchSettings, TrainingSettings
 from trainer.launcher import rendezvous
 from trainer.launcher.supervisor import Deadlines, Supervisor

@@ -29,8 +29,9 @@ import time
 from trainer.contract import gate as trainer_gate
 from trainer.contract import shaping
 from trainer.contract.cluster import Cluster, host_of
+from trainer.contract.console import show
 from trainer.contract.exitcodes import ExitCode
-from trainer.contract.resultsdir import Recorder, show
+from trainer.contract.resultsdir import Recorder
 from trainer.launcher import rendezvous
 from trainer.launcher.peers import PeerWatch
 

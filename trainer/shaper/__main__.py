@@ -21,6 +21,7 @@ import sys
 import time
 from pathlib import Path
 
+from trainer.contract.console import config_error
 from trainer.shaper import probe, relay, rules
 from trainer.shaper.checks import checks
 from trainer.shaper.profiles import from_env
@@ -32,11 +33,6 @@ MEASURE_TIMEOUT = 60.0
 
 def say(line: str) -> None:
     print(f"shaper | {line}", flush=True)
-
-
-def config_error(message: str) -> int:
-    print(f"shaper: config error: {message}", file=sys.stderr, flush=True)
-    return 2
 
 
 def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str], str | None]:
@@ -86,7 +82,7 @@ async def shape(environ) -> int:
             raise ValueError("`SHAPED_WORKER` must name the worker whose network this is")
         tf_port, others, run_id = cluster_of(results, me, MEASURE_TIMEOUT)
     except ValueError as error:
-        return config_error(str(error))
+        return config_error("shaper", str(error))
     say(f"{me}: profile {profile.describe()}")
     try:
         if profile.rate_mbit:
@@ -99,7 +95,7 @@ async def shape(environ) -> int:
                 await relay.serve(port + RELAY_OFFSET, port, delay)
                 rules.redirect(port, port + RELAY_OFFSET)
     except rules.RuleError as error:
-        return config_error(str(error))
+        return config_error("shaper", str(error))
     # Only now, with every rule and relay in place: a peer must never measure this worker's links
     # unshaped. Before this, its probe is refused, or closed by the relay, and tries again.
     server = probe.Server(probe.PROBE_PORT)
@@ -113,7 +109,7 @@ async def shape(environ) -> int:
     try:
         links = await loop.run_in_executor(None, measure_all)
     except OSError as error:
-        return config_error(f"could not measure the links to {', '.join(others)}: {error}")
+        return config_error("shaper", f"could not measure the links to {', '.join(others)}: {error}")
     found = [check for link in links for check in checks(profile, link)]
     for link in links:
         figures = [f"rtt {link.rtt_ms:.2f} ms"]
@@ -154,14 +150,16 @@ def main(argv: list[str]) -> int:
         try:
             changed = (rules.partition if argv == ["partition"] else rules.heal)()
         except rules.RuleError as error:
-            return config_error(str(error))
+            return config_error("shaper", str(error))
         if argv == ["partition"]:
             say(f"{worker}: cut off" if changed else f"{worker}: already cut off")
         else:
             say(f"{worker}: healed" if changed else f"{worker}: was not cut off")
         return 0
     if argv:
-        return config_error(f"unknown command {' '.join(argv)!r} (usage: python -m trainer.shaper [partition | heal])")
+        return config_error(
+            "shaper", f"unknown command {' '.join(argv)!r} (usage: python -m trainer.shaper [partition | heal])"
+        )
     return asyncio.run(shape(os.environ))
 
 

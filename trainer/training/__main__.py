@@ -11,6 +11,7 @@ from pathlib import Path
 
 from trainer.contract import cluster as cluster_config
 from trainer.contract import gate
+from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.settings import RecoverySettings, TrainingSettings
 from trainer.training.checkpoints import Store
@@ -28,8 +29,7 @@ def main() -> int:
         settings = TrainingSettings.from_env(os.environ)
         recovery = RecoverySettings.from_env(os.environ)
     except ValueError as error:
-        print(f"trainer: config error: {error}", file=sys.stderr, flush=True)
-        return ExitCode.CONFIG_ERROR
+        return config_error("trainer", str(error))
 
     store = None
     if recovery.checkpoint_dir:
@@ -41,8 +41,7 @@ def main() -> int:
                 commit_delay=recovery.fault_commit_delay,
             )
         except OSError as error:
-            print(f"trainer: config error: TF_CHECKPOINT_DIR ({recovery.checkpoint_dir}): {error}", file=sys.stderr)
-            return ExitCode.CONFIG_ERROR
+            return config_error("trainer", f"`TF_CHECKPOINT_DIR` ({recovery.checkpoint_dir}): {error}")
 
     cluster_config.export_for_tensorflow(cluster, os.environ)
     say(f"worker {cluster.index} of {cluster.size} | {cluster.address} | cluster: {json.dumps(list(cluster.workers))}")
@@ -60,8 +59,7 @@ def main() -> int:
             cluster, settings, on_epoch=on_epoch, say=say, store=store, fault_exit_at_step=recovery.fault_exit_at_step
         )
     except ResumeMismatch as error:
-        print(f"trainer: config error: {error}", file=sys.stderr, flush=True)
-        return ExitCode.CONFIG_ERROR
+        return config_error("trainer", str(error))
     try:
         check(result, min_accuracy=settings.min_accuracy)
     except TrainingCheckFailed as failure:

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from trainer.contract import cluster as cluster_config
+from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.settings import LaunchSettings, restart_limit
 from trainer.verifier import render, sources
@@ -83,14 +84,12 @@ def main(argv: list[str]) -> int:
         launch = LaunchSettings.from_env(os.environ)
         limit = restart_limit(os.environ)
     except ValueError as error:
-        print(f"verify: {error}", file=sys.stderr)
-        return ExitCode.CONFIG_ERROR
+        return config_error("verify", str(error))
     recovery = None
     shaped: tuple[str, ...] = ()
     if arguments.results:
         if names is None:
-            print("verify: --results needs the expected workers: --workers or TF_WORKER_HOSTS", file=sys.stderr)
-            return ExitCode.CONFIG_ERROR
+            return config_error("verify", "--results needs the expected workers: --workers or TF_WORKER_HOSTS")
         # With a keeper, every run of the cluster may take as long as the first.
         runs = limit + 1 if arguments.keeper else 1
         timeout = arguments.timeout or runs * (launch.join_timeout + launch.run_timeout) + 30
@@ -108,8 +107,7 @@ def main(argv: list[str]) -> int:
     else:
         missing = [str(path) for path in arguments.logs if not path.is_file()]
         if missing:
-            print(f"verify: no such log file: {', '.join(missing)}", file=sys.stderr)
-            return ExitCode.CONFIG_ERROR
+            return config_error("verify", f"no such log file: {', '.join(missing)}")
         reports = sources.from_log_files(arguments.logs)
     verdict = judge(
         reports,
