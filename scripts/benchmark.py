@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import workers as cluster_override  # scripts/workers.py: Python puts this file's folder on the path.
+from compose_project import ComposeProject  # scripts/compose_project.py, the same way.
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -56,20 +57,9 @@ FLOOR_OVERRIDE = """services:
 """
 
 
-def compose(
-    *arguments: str, files: tuple[Path, ...] = (), check: bool = True, environment: dict | None = None
-) -> subprocess.CompletedProcess:
-    command = ["docker", "compose", "-p", PROJECT, "-f", str(ROOT / "compose.yaml")]
-    for file in files:
-        command += ["-f", str(file)]
-    return subprocess.run(
-        [*command, *arguments],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=check,
-        env={**os.environ, **(environment or {})},
-    )
+def project(*override_files: Path, environment: dict[str, str] | None = None) -> ComposeProject:
+    """The benchmark's one project name, whatever the files: each case clears the last one's leftovers."""
+    return ComposeProject(*override_files, name=PROJECT, environment=environment, cwd=ROOT)
 
 
 def time_compose_run(workers: int = 2, override_text: str = "") -> float:
@@ -82,11 +72,13 @@ def time_compose_run(workers: int = 2, override_text: str = "") -> float:
             override = Path(directory) / "override.yaml"
             override.write_text(override_text)
             files = (override,)
-        compose("down", "--volumes", "--timeout", "1", files=files)
+        cluster = project(*files)
+        cluster.down(check=True)
         started = time.monotonic()
-        result = compose("up", "--exit-code-from", "verifier", "verifier", files=files, check=False)
+        # No timeout: how long this takes is the measure.
+        result = cluster.verdict(timeout=None)
         elapsed = time.monotonic() - started
-        compose("down", "--volumes", "--timeout", "1", files=files)
+        cluster.down(check=True)
     if result.returncode != 0:
         raise RuntimeError(f"the {workers}-worker Compose run failed (exit {result.returncode}):\n{result.stdout}")
     return elapsed
@@ -161,29 +153,30 @@ def allreduce_containers() -> dict[int, float]:
     with tempfile.TemporaryDirectory() as directory:
         override = Path(directory) / "allreduce.yaml"
         override.write_text(ALLREDUCE_OVERRIDE)
-        files = (override,)
-        compose("down", "--volumes", "--timeout", "1", files=files)
+        cluster = project(override)
+        cluster.down(check=True)
         try:
             # No verifier: this program reports figures, not training metrics.
-            compose("up", "worker-0", "worker-1", files=files, check=False)
-            output = compose("logs", "--no-log-prefix", "worker-0", files=files).stdout
+            cluster.compose("up", "worker-0", "worker-1", timeout=None)
+            output = cluster.logs("worker-0", check=True)
         finally:
-            compose("down", "--volumes", "--timeout", "1", files=files)
+            cluster.down(check=True)
     return allreduce_figures(output)
 
 
 def time_rebuild_after_edit() -> tuple[float, float]:
     """Seconds to rebuild after a one-line edit of a trainer file, and from the edit to the verdict."""
     original = EDITED_FILE.read_text()
+    cluster = project()
     try:
         EDITED_FILE.write_text(original + f"\n# benchmark edit {time.time()}\n")
         started = time.monotonic()
-        compose("build", "--quiet")
+        cluster.compose("build", "--quiet", timeout=None, check=True)
         rebuilt = time.monotonic() - started
         verdict = time_compose_run()
     finally:
         EDITED_FILE.write_text(original)
-    compose("build", "--quiet")
+    cluster.compose("build", "--quiet", timeout=None, check=True)
     return rebuilt, rebuilt + verdict
 
 
@@ -397,16 +390,14 @@ _MEASURED = re.compile(r"^verifier-1  \| (worker-0: network .*)$", re.MULTILINE)
 
 def network_run(profile: str, steps: int) -> tuple[float, str]:
     """Worker 0's training time (its launcher's figure) and its shaper's measurements, under `profile`."""
-    files = (ROOT / "compose.network.yaml",)
     environment = {"TF_NETWORK_PROFILE": profile, "TRAIN_STEPS_PER_EPOCH": str(steps)}
-    compose("down", "--volumes", "--timeout", "1", files=files)
+    cluster = project(ROOT / "compose.network.yaml", environment=environment)
+    cluster.down(check=True)
     try:
-        result = compose(
-            "up", "--exit-code-from", "verifier", "verifier", files=files, check=False, environment=environment
-        )
-        log = compose("logs", "--no-log-prefix", "worker-0", files=files).stdout
+        result = cluster.verdict(timeout=None)
+        log = cluster.logs("worker-0", check=True)
     finally:
-        compose("down", "--volumes", "--timeout", "1", files=files)
+        cluster.down(check=True)
     used, measured = _USED.search(log), _MEASURED.search(result.stdout)
     if result.returncode != 0 or not used or not measured:
         raise RuntimeError(f"the {profile} run failed (exit {result.returncode}):\n{result.stdout}")
@@ -440,14 +431,41 @@ def network_table(runs: int, steps: int) -> str:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=3, help="runs of each timed case (default 3)")
+    # The help is what `scripts/benchmark --help` prints (run by python3, before any set-up), and
+    # docs/commands.md shows it (tests/unit/test_commands.py).
+    parser = argparse.ArgumentParser(
+        prog="scripts/benchmark",
+        description=__doc__.split("\n")[0]
+        + "\n\nscripts/benchmark sets up what it needs first (scripts/setup, then .venv-bench with the pinned"
+        "\nwheels and matplotlib), then runs scripts/benchmark.py with .venv-bench's python. Not a test: the"
+        "\nfigures are reported, not asserted. It runs as the Compose project tfc-bench, apart from tfcluster.",
+        epilog="""\
+writes:
+  docs/benchmark.md, docs/benchmark.json, docs/benchmark.png    (every case but the network's)
+  docs/network-benchmark.md                                     (with --network)
+
+examples:
+  scripts/benchmark                          # every case, 3 runs each
+  scripts/benchmark --runs 5                 # steadier medians, slower
+  scripts/benchmark --network --steps 20     # training time under each network profile
+
+exit status:
+  0    ok: measured, and the figures written
+  1    a measurement failed: the traceback says which
+  2    config error: a bad argument, named in one line before anything is set up; or
+       scripts/setup could not proceed (Docker missing or not running)
+  any other: set-up failed, and said why""",
+        formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=100, max_help_position=24),
+    )
+    parser.add_argument("--runs", type=int, default=3, metavar="N", help="runs of each timed case (default: 3)")
     parser.add_argument(
         "--network",
         action="store_true",
-        help="only the network profiles: training time under each, against lan (docs/network-benchmark.md)",
+        help="only training time under each network profile, against lan (default: off)",
     )
-    parser.add_argument("--steps", type=int, default=50, help="with --network: steps an epoch (default 50)")
+    parser.add_argument(
+        "--steps", type=int, default=50, metavar="N", help="with --network: steps an epoch (default: 50)"
+    )
     arguments = parser.parse_args(argv)
     if arguments.runs < 1:
         parser.error(f"--runs ({arguments.runs}) must be at least 1")

@@ -1,15 +1,17 @@
 """Container tests: each runs its own Compose project and always tears it down."""
 
-import datetime
-import json
 import os
 import shutil
 import subprocess
 import threading
 import time
-import uuid
 
 import pytest
+
+# scripts/compose_project.py (pytest puts scripts/ on the path). Renamed here, since this file's
+# ComposeProject is the tests' own kind of it, and its fixture is called compose_project.
+from compose_project import ComposeProject as SharedComposeProject
+from compose_project import unique_name
 
 from tests.conftest import ROOT
 
@@ -36,84 +38,18 @@ def docker():
     subprocess.run([str(ROOT / "scripts" / "setup")], check=True, timeout=900)
 
 
-class ComposeProject:
-    """One Compose project with a unique name, so tests never touch each other's containers."""
+class ComposeProject(SharedComposeProject):
+    """A test's Compose project: the shared one, with a name of its own and a wait for a log line.
+
+    The unique name (`tfc-test-XXXXXXXX`) keeps tests from touching each other's containers.
+    """
 
     def __init__(self, *override_files: str, environment: dict[str, str] | None = None):
-        self.name = f"tfc-test-{uuid.uuid4().hex[:8]}"
-        self.files = ["compose.yaml", *override_files]
-        self.environment = {**os.environ, **(environment or {})}
-
-    def command(self, *arguments: str) -> list[str]:
-        command = ["docker", "compose", "-p", self.name]
-        for file in self.files:
-            command += ["-f", file]
-        return [*command, *arguments]
-
-    def compose(self, *arguments: str, timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            self.command(*arguments), cwd=ROOT, env=self.environment, capture_output=True, text=True, timeout=timeout
-        )
-
-    def verdict(self, *, timeout: float = 120) -> subprocess.CompletedProcess:
-        """The CI form: workers start as dependencies; the exit status is the verifier's."""
-        return self.compose("up", "--exit-code-from", "verifier", "verifier", timeout=timeout)
-
-    def start_verdict(self) -> subprocess.Popen:
-        """`verdict()` without waiting for it, so that the test can act on the running cluster.
-
-        The containers are created first, so that they can be named as soon as this returns.
-        """
-        created = self.compose("create")
-        assert created.returncode == 0, created.stderr
-        return subprocess.Popen(
-            self.command("up", "--exit-code-from", "verifier", "verifier"),
-            cwd=ROOT,
-            env=self.environment,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-
-    def logs(self, service: str) -> str:
-        return self.compose("logs", "--no-log-prefix", service).stdout
-
-    def container(self, service: str) -> str:
-        return self.compose("ps", "-a", "-q", service).stdout.strip()
-
-    def state(self, service: str) -> dict:
-        inspected = subprocess.run(
-            ["docker", "inspect", self.container(service)], capture_output=True, text=True, check=True
-        )
-        return json.loads(inspected.stdout)[0]
-
-    def exit_code(self, service: str, *, timeout: float = 60) -> int:
-        """The service's exit code, once it has exited (a container still running has none)."""
-        return self.wait_for_exit(service, timeout=timeout)
-
-    def run_seconds(self, service: str) -> float:
-        """How long the service's container ran, from Docker's own start and finish times."""
-        state = self.state(service)["State"]
-        return (_timestamp(state["FinishedAt"]) - _timestamp(state["StartedAt"])).total_seconds()
-
-    def finished_at(self, service: str) -> datetime.datetime:
-        return _timestamp(self.state(service)["State"]["FinishedAt"])
+        super().__init__(*override_files, name=unique_name("tfc-test"), environment=environment, cwd=ROOT)
 
     def wait_for_line(self, service: str, text: str, *, timeout: float = 120) -> None:
         """Follows the service's log until a line contains `text` (an event, not a sleep)."""
         wait_for_line(self.container(service), text, timeout=timeout, name=service)
-
-    def wait_for_exit(self, service: str, *, timeout: float = 120) -> int:
-        """Blocks until the service's container exits (`docker wait`); returns its exit code."""
-        waited = subprocess.run(
-            ["docker", "wait", self.container(service)], capture_output=True, text=True, timeout=timeout, check=True
-        )
-        return int(waited.stdout.strip())
-
-    def down(self) -> None:
-        # A paused container can be neither stopped nor removed: unpause first (no-op otherwise).
-        self.compose("unpause", timeout=60)
-        self.compose("down", "--volumes", "--remove-orphans", "--timeout", "1", timeout=120)
 
 
 def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml") -> str:
@@ -163,12 +99,6 @@ def wait_for_line(container: str, text: str, *, timeout: float = 120, name: str 
         finally:
             follower.kill()
     raise AssertionError(f"{name or container} never printed {text!r} within {timeout}s")
-
-
-def _timestamp(text: str) -> datetime.datetime:
-    # Docker gives nanoseconds; Python parses at most microseconds.
-    head, _, fraction = text.rstrip("Z").partition(".")
-    return datetime.datetime.fromisoformat(f"{head}.{(fraction + '000000')[:6]}+00:00")
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The fault matrix (README.md, "When something goes wrong"): every fault injected into a real
+"""The fault matrix (docs/failures.md): every fault injected into a real
 cluster of containers, asserting each worker's exit code and message, the verdict, and the bound."""
 
 import datetime

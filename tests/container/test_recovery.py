@@ -1,4 +1,4 @@
-"""Recovery (README.md, "Recovery"): a worker lost mid-training restarts the whole cluster, which
+"""Recovery (docs/recovery.md): a worker lost mid-training restarts the whole cluster, which
 resumes from the chief's newest checkpoint and ends with the metrics of an uninterrupted run."""
 
 import json

@@ -1,9 +1,11 @@
 """Launchers of one loopback cluster, with stand-in training programs (no TensorFlow, no Docker)."""
 
+import json
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +51,8 @@ def finish(launcher, timeout=30) -> tuple[int, str, float]:
     started = time.monotonic()
     output, _ = launcher.communicate(timeout=timeout)
     return launcher.returncode, output, time.monotonic() - started
+
+
+def recorded_status(results_dir, host: str) -> dict:
+    """The status a launcher that has exited left in its results directory."""
+    return json.loads((Path(results_dir) / f"{host}.status").read_text())

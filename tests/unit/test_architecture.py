@@ -1,5 +1,6 @@
 """The layout's dependency rule (trainer/__init__.py) holds, and its check can say no."""
 
+import ast
 import shutil
 import subprocess
 import sys
@@ -56,3 +57,38 @@ def test_the_contract_importing_a_role_breaks_the_rule(tmp_path):
     result = lint_copy(tmp_path, "trainer/contract/cluster.py", "import trainer.launcher.peers  # noqa")
     assert result.returncode == 1, result.stdout
     assert "trainer.contract.cluster -> trainer.launcher.peers" in result.stdout
+
+
+# Small enough to read in one sitting. A longer one must say why in its docstring, with these words.
+LIMITS = {ast.FunctionDef: 60, ast.AsyncFunctionDef: 60, ast.ClassDef: 150}
+EXCUSED = "longer than the house limit because"
+
+
+def oversized(source: str) -> list[str]:
+    """Each function or class of `source` over its limit and without an excuse, as `name (N lines)`."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if type(node) not in LIMITS:
+            continue
+        length = node.end_lineno - node.lineno + 1
+        if length > LIMITS[type(node)] and EXCUSED not in (ast.get_docstring(node) or ""):
+            found.append(f"{node.name} ({length} lines)")
+    return found
+
+
+def test_no_function_or_class_in_trainer_is_too_long_to_read_in_one_sitting():
+    found = {
+        str(path.relative_to(ROOT)): oversized(path.read_text())
+        for path in sorted((ROOT / "trainer").rglob("*.py"))
+        if oversized(path.read_text())
+    }
+    assert found == {}
+
+
+def test_the_length_check_finds_long_functions_and_classes_and_takes_an_excuse():
+    body = "    x = 1\n" * 60
+    assert oversized(f"def long():\n{body}") == ["long (61 lines)"]
+    assert oversized(f"def short():\n{body[10:]}") == []
+    assert oversized("class Big:\n" + "    x = 1\n" * 150) == ["Big (151 lines)"]
+    excused = f'def long():\n    """{EXCUSED} of X."""\n{body}'
+    assert oversized(excused) == []

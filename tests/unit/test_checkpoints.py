@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from trainer.training import checkpoints
+from trainer.training import checkpoints, faults
 from trainer.training.checkpoints import Store
 
 
@@ -84,3 +84,26 @@ def test_unrelated_files_are_not_checkpoints(tmp_path):
     (tmp_path / "notes.txt").write_text("")
     assert checkpoints.complete_steps(tmp_path) == []
     assert checkpoints.complete_steps(tmp_path / "absent") == []
+
+
+class Crashed(Exception):
+    """Stands for os._exit, which would end the test run itself."""
+
+
+def test_the_exit_fault_ends_the_process_after_its_step_only(monkeypatch):
+    exits = []
+
+    def exit_now(code):
+        exits.append(code)
+        raise Crashed
+
+    monkeypatch.setattr(faults.os, "_exit", exit_now)
+    said = []
+    on_step = faults.exit_after(6, said.append)
+    for step in range(1, 6):
+        on_step(step)
+    assert exits == [] and said == []
+    with pytest.raises(Crashed):
+        on_step(6)
+    assert exits == [1]
+    assert said == ["fault | exiting 1 after step 6, as TFCLUSTER_FAULT_EXIT_AT_STEP asks"]

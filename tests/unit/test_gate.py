@@ -6,10 +6,11 @@ import time
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.unit.conftest import finish
 from trainer.contract import gate
 from trainer.contract.exitcodes import ExitCode
-from trainer.launcher.supervisor import honours_gate
+from trainer.launcher.program import Program, honours_gate
 
 
 @pytest.mark.parametrize(
@@ -46,3 +47,31 @@ def test_a_gated_program_that_ends_while_the_workers_meet_ends_the_wait(cluster)
     assert code == ExitCode.CONFIG_ERROR, output
     assert "allreduce: config error: a size must be a whole number of MiB, at least 1, got '0'" in output
     assert time.monotonic() - started < 10
+
+
+# A stand-in for this project's programs: it waits at the gate and says what it found there.
+AT_THE_GATE = [
+    sys.executable,
+    "-c",
+    "from trainer.contract import gate; print('went' if gate.wait_for_go() else 'shut', flush=True)",
+]
+
+
+def gated_program() -> Program:
+    return Program(command=AT_THE_GATE, environment={**os.environ, "PYTHONPATH": str(ROOT)}, recorder=None)
+
+
+def test_a_program_held_at_the_gate_goes_when_the_workers_have_met(capsys):
+    program = gated_program()
+    with program.held_at_gate():
+        assert not program.has_ended()  # Started, and waiting.
+    assert program.wait() == 0
+    assert capsys.readouterr().out == "went\n"
+
+
+def test_a_program_held_at_the_gate_never_goes_when_the_meeting_fails(capsys):
+    program = gated_program()
+    with pytest.raises(RuntimeError), program.held_at_gate():
+        raise RuntimeError("the meeting failed")
+    assert program.has_ended()
+    assert "went" not in capsys.readouterr().out

@@ -1,5 +1,7 @@
 """The keeper's decisions (trainer/keeper/keeper.py), against a stand-in for the Docker API."""
 
+import json
+
 import pytest
 
 from trainer.contract.exitcodes import ExitCode
@@ -168,3 +170,32 @@ def test_a_failing_engine_ends_the_keeper_with_one_line(capsys, monkeypatch):
     monkeypatch.delenv("TF_RESULTS_DIR", raising=False)
     assert keeper_module.main() == ExitCode.GAVE_UP
     assert "keeper | gave up: the Docker engine failed: 409 Conflict: cannot start" in capsys.readouterr().out
+
+
+def test_a_bad_restart_limit_is_recorded_for_the_verifier(tmp_path, capsys, monkeypatch):
+    from trainer.keeper import __main__ as keeper_module
+
+    def never():
+        raise AssertionError("the Docker engine is not asked with a bad setting")
+
+    monkeypatch.setattr(keeper_module.docker, "from_env", never)
+    monkeypatch.setenv("TF_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("TF_RESTART_LIMIT", "many")
+    assert keeper_module.main() == ExitCode.CONFIG_ERROR
+    message = "keeper: config error: `TF_RESTART_LIMIT` ('many') must be an integer"
+    assert capsys.readouterr().err == message + "\n"
+    status = json.loads((tmp_path / "keeper.status").read_text())
+    assert (status["state"], status["exit_code"], status["reason"]) == ("exited", ExitCode.CONFIG_ERROR, message)
+
+
+def test_the_restart_limit_from_the_environment_is_the_keepers(tmp_path, capsys, monkeypatch):
+    from trainer.keeper import __main__ as keeper_module
+
+    cluster = FakeCluster([ends(**{"worker-1": 1})])
+    cluster.get = lambda name: type("Own", (), {"labels": {keeper_module.PROJECT_LABEL: "project"}})()
+    monkeypatch.setattr(keeper_module.docker, "from_env", lambda: cluster)
+    monkeypatch.setenv("TF_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("TF_RESTART_LIMIT", "0")
+    assert keeper_module.main() == ExitCode.GAVE_UP
+    assert "(TF_RESTART_LIMIT=0)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "keeper.status").read_text())["limit"] == 0

@@ -54,6 +54,11 @@ def test_shaping_that_misses_its_profile_stops_the_worker_before_training(tmp_pa
         in output
     )
     assert "trained" not in output
+    status = json.loads((tmp_path / "worker-0.status").read_text())
+    assert status["reason"] == (
+        "launcher | worker-0:12345: the network shaping misses its profile: "
+        "rtt to worker-1 12.0 ms (expected 40.0 ms to 60.0 ms: OUTSIDE)"
+    )
 
 
 def test_shaping_as_asked_lets_the_worker_train(tmp_path):
@@ -78,3 +83,8 @@ def test_no_shaper_means_no_training_once_the_join_deadline_passes(tmp_path):
     assert code == ExitCode.CONFIG_ERROR
     assert "no network measurements from this worker's shaper within the 1s join deadline" in output
     assert "trained" not in output
+    reason = json.loads((tmp_path / "worker-0.status").read_text())["reason"]
+    assert reason.startswith(
+        "launcher | worker-0:12345: no network measurements from this worker's shaper within the 1s join deadline"
+    )
+    assert f"{reason}\n" in output  # The reason is the launcher's printed line.

@@ -47,6 +47,7 @@ def test_an_exited_worker_reports_its_exit_code_and_log(tmp_path, launch):
     assert launcher.wait(timeout=30) == 3
     record = wait_for_exit(WorkerFiles(tmp_path, "worker-0"), time.monotonic() + 5, time.monotonic)
     assert (record.state, record.exit_code) == ("exited", 3)
+    assert "reason" not in record.details  # The program's own failure: its log says why.
     assert 'TF_CONFIG={"cluster":{"worker":["worker-0:12345"]},"task":{"type":"worker","index":0}}' in record.log
 
 
@@ -84,6 +85,8 @@ def test_sigterm_stops_a_program_that_ignores_it_within_the_grace_period(tmp_pat
     assert "received SIGTERM" in launcher.stdout.read()
     record = wait_for_exit(WorkerFiles(tmp_path, "worker-0"), time.monotonic() + 5, time.monotonic)
     assert (record.state, record.exit_code) == ("exited", 143)
+    assert record.details["reason"] == "launcher | worker-0:12345: stopped by SIGTERM"
+    assert "launcher | worker-0:12345: stopped by SIGTERM\n" in record.log
 
 
 def test_verify_waits_on_a_results_directory(tmp_path):

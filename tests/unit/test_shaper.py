@@ -9,16 +9,24 @@ import time
 import pytest
 
 from tests.conftest import free_port
+from trainer.contract import shaping
+from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.shaper import probe, relay
+from trainer.shaper.__main__ import cluster_of, wait_for_worker_end, write_report
 from trainer.shaper.checks import checks
 from trainer.shaper.probe import Link
-from trainer.shaper.profiles import PROFILES, Profile, from_env
+from trainer.shaper.profiles import PROFILES, Profile
+from trainer.shaper.settings import ShaperSettings
+
+
+def profile_of(environ) -> Profile:
+    return ShaperSettings.from_env(environ).profile
 
 
 def test_profiles_by_name_and_field_by_field():
-    assert from_env({}) == PROFILES["lan"]
-    assert from_env({"TF_NETWORK_PROFILE": "wan"}) == Profile(name="wan", rtt_ms=50, jitter_ms=5)
-    custom = from_env({"TF_NETWORK_PROFILE": "thin", "TF_NETWORK_RATE_MBIT": "20", "TF_NETWORK_LOSS": "2%"})
+    assert profile_of({}) == PROFILES["lan"]
+    assert profile_of({"TF_NETWORK_PROFILE": "wan"}) == Profile(name="wan", rtt_ms=50, jitter_ms=5)
+    custom = profile_of({"TF_NETWORK_PROFILE": "thin", "TF_NETWORK_RATE_MBIT": "20", "TF_NETWORK_LOSS": "2%"})
     assert custom == Profile(name="thin+custom", rate_mbit=20, loss=0.02)
     assert custom.describe() == "thin+custom (loss 2.0%, rate 20 Mbit/s)"
 
@@ -29,12 +37,48 @@ def test_profiles_by_name_and_field_by_field():
         ({"TF_NETWORK_PROFILE": "moon"}, "`TF_NETWORK_PROFILE` ('moon') must be one of lan, wan, lossy, thin"),
         ({"TF_NETWORK_RTT_MS": "fast"}, "`TF_NETWORK_RTT_MS` ('fast') must be a number"),
         ({"TF_NETWORK_LOSS": "0.9"}, "`TF_NETWORK_LOSS` (0.9) must be in [0, 0.5]"),
+        ({"TF_NETWORK_LOSS": "60%"}, "`TF_NETWORK_LOSS` (0.6) must be in [0, 0.5]"),
+        ({"TF_NETWORK_RTT_MS": "20000"}, "`TF_NETWORK_RTT_MS` (20000) must be in [0, 10000]"),
+        ({"TF_NETWORK_PROFILE": "moon", "TF_NETWORK_RTT_MS": "fast"}, "`TF_NETWORK_PROFILE` ('moon')"),
         ({"TF_NETWORK_PROFILE": "wan", "TF_NETWORK_JITTER_MS": "40"}, "must be at most half of `TF_NETWORK_RTT_MS`"),
     ],
 )
 def test_a_bad_profile_is_named_in_one_line(environment, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
-        from_env(environment)
+        profile_of(environment)
+
+
+def test_the_shaper_reads_its_worker_and_results_directory():
+    settings = ShaperSettings.from_env({"SHAPED_WORKER": " worker-1 ", "TF_RESULTS_DIR": "/elsewhere"})
+    assert (settings.worker, settings.results_dir) == ("worker-1", "/elsewhere")
+    assert ShaperSettings.from_env({}).results_dir == "/results"
+
+
+def test_partition_and_heal_need_only_the_workers_name():
+    environ = {"SHAPED_WORKER": "worker-1", "TF_NETWORK_PROFILE": "moon"}
+    assert ShaperSettings.from_env(environ, only=("worker",)).worker == "worker-1"
+
+
+def test_the_shapers_report_is_the_one_the_launcher_and_the_verifier_read(tmp_path):
+    report = {"worker": "worker-1", "profile": "wan", "links": [{"peer": "worker-0", "rtt_ms": 51.2}], "run": "r1"}
+    write_report(str(tmp_path), "worker-1", report)
+    assert shaping.read_report(str(tmp_path), "worker-1", "r1") == report
+    assert shaping.read_report(str(tmp_path), "worker-1", "an earlier run") is None
+    # Written whole, by a rename: nothing else is left beside it.
+    assert [path.name for path in tmp_path.iterdir()] == [shaping.report_path(str(tmp_path), "worker-1").name]
+
+
+def test_the_shaper_finds_its_cluster_and_waits_on_the_lock_the_launcher_keeps(tmp_path):
+    files = WorkerFiles(tmp_path, "worker-1")
+    recorder = Recorder(files, workers=["worker-0:12345", "worker-1:12345", "worker-2:12345"], run="r1")
+    assert cluster_of(WorkerFiles(tmp_path, "worker-1"), timeout=1) == (12345, ["worker-0", "worker-2"], "r1")
+    waiting = threading.Thread(target=wait_for_worker_end, args=(WorkerFiles(tmp_path, "worker-1"),), daemon=True)
+    waiting.start()
+    waiting.join(timeout=0.3)
+    assert waiting.is_alive()  # The launcher still holds its lock.
+    recorder.finish(0)
+    waiting.join(timeout=5)
+    assert not waiting.is_alive()
 
 
 @pytest.fixture
@@ -131,4 +175,7 @@ def test_checks_hold_measured_figures_to_the_profile():
     lossy = PROFILES["lossy"]
     assert checks(lossy, Link("worker-1", rtt_ms=0.2, loss=0.011))[0].ok
     assert not checks(lossy, Link("worker-1", rtt_ms=0.2, loss=0.0))[0].ok  # No drops at all: not shaped.
+    assert not checks(lossy, Link("worker-1", rtt_ms=0.2, loss=0.02))[0].ok  # Twice the loss asked for.
+    band = checks(lossy, Link("worker-1", rtt_ms=0.2, loss=0.0144))[0].describe()
+    assert band == "loss to worker-1 1.44% (expected 0.44% to 1.56%: ok)"
     assert checks(PROFILES["lan"], Link("worker-1", rtt_ms=0.2)) == []

@@ -1,14 +1,32 @@
 """The launcher's fail-fast behaviour, with real launcher processes on loopback and stand-in
-training programs (no TensorFlow, no Docker): mismatches, absent and lost peers, deadlines."""
+training programs (no TensorFlow, no Docker): mismatches, absent and lost peers, deadlines, and the
+reason each leaves in the results directory. Then its pieces on their own: failures, barrier, watchdog."""
 
 import signal
 import sys
+import threading
+import time
 
 import pytest
 
 from tests.conftest import free_port
-from tests.unit.conftest import finish
+from tests.unit.conftest import finish, recorded_status
 from trainer.contract.exitcodes import ExitCode
+from trainer.launcher import watchdog as watchdog_module
+from trainer.launcher.barrier import Barrier
+from trainer.launcher.failures import (
+    DeadlineExceeded,
+    LaunchFailure,
+    PeerLost,
+    PeerNeverJoined,
+    ShapingMissed,
+    Stopped,
+    TopologyMismatch,
+)
+from trainer.launcher.peers import Observation
+from trainer.launcher.rendezvous import Fingerprint
+from trainer.launcher.stopping import StopRequest
+from trainer.launcher.watchdog import Watchdog
 
 
 def test_agreeing_workers_start_their_programs(cluster):
@@ -62,8 +80,20 @@ def test_a_peer_that_never_starts_ends_the_worker_at_the_join_deadline(cluster):
     assert 12 <= elapsed < 12 + 10
 
 
-def test_a_lost_peer_stops_the_survivor_naming_it(cluster):
-    workers = [cluster(0), cluster(1)]
+def test_the_status_of_a_worker_whose_peer_never_joined_carries_the_reason(cluster, tmp_path):
+    worker = cluster(0, TF_JOIN_TIMEOUT="1", TF_RESULTS_DIR=str(tmp_path))
+    code, output, _ = finish(worker)
+    assert code == ExitCode.PEER_NEVER_JOINED, output
+    peer = f"127.0.0.1:{cluster.ports[1]}"
+    message = f"peer(s) never joined within the 1s join deadline: {peer} (resolvable, not listening yet)"
+    status = recorded_status(tmp_path, "127.0.0.1")
+    line = f"launcher | 127.0.0.1:{cluster.ports[0]}: {message}"
+    assert (status["exit_code"], status["reason"]) == (ExitCode.PEER_NEVER_JOINED, line)
+    assert f"{line}\n" in output
+
+
+def test_a_lost_peer_stops_the_survivor_naming_it(cluster, tmp_path):
+    workers = [cluster(0, TF_RESULTS_DIR=str(tmp_path)), cluster(1)]
     for worker in workers:
         for line in worker.stdout:
             if line.startswith("training"):
@@ -73,14 +103,21 @@ def test_a_lost_peer_stops_the_survivor_naming_it(cluster):
     assert code == ExitCode.PEER_LOST, output
     assert f"lost peer 127.0.0.1:{cluster.ports[1]}: resolvable, not listening yet" in output
     assert elapsed < 20
+    status = recorded_status(tmp_path, "127.0.0.1")
+    assert status["exit_code"] == ExitCode.PEER_LOST
+    me, peer = (f"127.0.0.1:{port}" for port in cluster.ports)
+    assert status["reason"].startswith(f"launcher | {me}: stopped: lost peer(s) {peer} (resolvable, not listening")
+    assert f"{status['reason']}\n" in output  # The reason is the launcher's printed line.
 
 
-def test_the_run_deadline_stops_a_program_that_runs_too_long(cluster):
-    worker = cluster(0, TF_WORKER_HOSTS="127.0.0.1", TF_RUN_TIMEOUT="3")
+def test_the_run_deadline_stops_a_program_that_runs_too_long(cluster, tmp_path):
+    worker = cluster(0, TF_WORKER_HOSTS="127.0.0.1", TF_RUN_TIMEOUT="3", TF_RESULTS_DIR=str(tmp_path))
     code, output, elapsed = finish(worker)
     assert code == ExitCode.DEADLINE_EXCEEDED, output
     assert "still running at the 3s run deadline: stopped" in output
     assert elapsed < 3 + 5
+    reason = recorded_status(tmp_path, "127.0.0.1")["reason"]
+    assert reason == "launcher | 127.0.0.1:12345: still running at the 3s run deadline: stopped"
 
 
 def test_sigterm_while_waiting_for_peers_ends_the_worker_at_once(cluster):
@@ -95,19 +132,166 @@ def test_sigterm_while_waiting_for_peers_ends_the_worker_at_once(cluster):
     assert elapsed < 5
 
 
-def test_a_failed_training_check_is_reported_as_such_after_the_peer_has_gone(cluster):
+def test_a_failed_training_check_is_reported_as_such_after_the_peer_has_gone(cluster, tmp_path):
     finishes_well = [sys.executable, "-c", "print('trained')"]
     fails_its_check_later = [sys.executable, "-c", "import time; time.sleep(5); raise SystemExit(3)"]
-    workers = [cluster(0, finishes_well), cluster(1, fails_its_check_later)]
+    workers = [cluster(0, finishes_well), cluster(1, fails_its_check_later, TF_RESULTS_DIR=str(tmp_path))]
     assert finish(workers[0])[0] == 0
     code, output, _ = finish(workers[1])
     assert code == ExitCode.TRAINING_CHECK_FAILED, output  # Not "peer lost": the peer ended well.
+    # The program's own failure: the launcher has nothing to add, and its log says why.
+    assert "reason" not in recorded_status(tmp_path, "127.0.0.1")
 
 
 def test_peers_are_asked_often_while_meeting_and_less_often_in_larger_clusters():
-    from trainer.launcher.supervisor import meeting_interval
+    from trainer.launcher.barrier import meeting_interval
 
     assert meeting_interval(1) == 0.05
     assert meeting_interval(3) == pytest.approx(0.15)
     assert meeting_interval(4) == 0.2
     assert meeting_interval(15) == 0.2
+
+
+# -- the pieces on their own ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("failure", "exit_code"),
+    [
+        (ShapingMissed("x"), ExitCode.CONFIG_ERROR),
+        (TopologyMismatch("x"), ExitCode.CONFIG_ERROR),
+        (PeerNeverJoined("x"), ExitCode.PEER_NEVER_JOINED),
+        (PeerLost("x"), ExitCode.PEER_LOST),
+        (DeadlineExceeded("x"), ExitCode.DEADLINE_EXCEEDED),
+    ],
+)
+def test_a_failure_carries_its_exit_code_and_message(failure, exit_code):
+    assert isinstance(failure, LaunchFailure)
+    assert (failure.exit_code, failure.message, str(failure)) == (exit_code, "x", "x")
+
+
+def test_a_signal_is_a_failure_too_and_a_second_one_changes_nothing():
+    stop = StopRequest()
+    stop.check()  # Nothing requested: nothing raised.
+    assert stop.request(signal.SIGTERM) is True
+    assert stop.request(signal.SIGINT) is False
+    with pytest.raises(Stopped) as raised:
+        stop.pause(60)  # At once: the request is already there.
+    assert (raised.value.exit_code, raised.value.message) == (ExitCode.TERMINATED, "stopped by SIGTERM")
+
+
+class StandInWatch:
+    """What the barrier and the watchdog read of a peer's watch, without a thread asking anyone."""
+
+    def __init__(self, position: int, observation: Observation | None):
+        self.position = position
+        self.address = f"worker-{position}:12345"
+        self.latest = observation
+        self.interval = 0.05
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+class StandInServer:
+    def __init__(self):
+        self.states = []
+
+    def set_state(self, state: str) -> None:
+        self.states.append(state)
+
+
+WORKERS = ("worker-0:12345", "worker-1:12345")
+
+
+def barrier(watches, *, join_timeout=30.0, stop=None):
+    """A barrier with stand-ins around it, the server it tells its state, and the lines it said."""
+    server, said = StandInServer(), []
+    meeting = Barrier(
+        fingerprint=Fingerprint(workers=WORKERS, index=0, settings={"TRAIN_SEED": 7}),
+        watches=watches,
+        server=server,
+        me=WORKERS[0],
+        join_timeout=join_timeout,
+        stop=stop or StopRequest(),
+        say=said.append,
+    )
+    return meeting, server, said
+
+
+def test_the_barrier_names_a_peer_with_other_settings():
+    theirs = Fingerprint(workers=WORKERS, index=1, settings={"TRAIN_SEED": 8})
+    meeting, _, _ = barrier([StandInWatch(1, Observation(theirs, "waiting", None, 0))])
+    with pytest.raises(TopologyMismatch) as raised:
+        meeting.meet(program_ended=lambda: False)
+    assert raised.value.exit_code == ExitCode.CONFIG_ERROR
+    assert raised.value.message == "topology mismatch: TRAIN_SEED differs: worker-0:12345 has 7, worker-1:12345 has 8"
+
+
+def test_the_barrier_lets_through_once_every_peer_has_agreed_too():
+    theirs = Fingerprint(workers=WORKERS, index=1, settings={"TRAIN_SEED": 7})
+    meeting, server, said = barrier([StandInWatch(1, Observation(theirs, "agreed", None, 0))])
+    meeting.meet(program_ended=lambda: False)
+    assert server.states[-1] == "agreed"
+    assert said[0] == "waiting for 1 peer(s), up to 30s"
+    assert said[1].startswith("all 2 workers agree on the cluster and settings after ")
+
+
+def test_the_barrier_gives_up_on_a_silent_peer_at_the_join_deadline_and_on_a_signal():
+    silent = StandInWatch(1, None)
+    meeting, _, _ = barrier([silent], join_timeout=0.2)
+    with pytest.raises(PeerNeverJoined) as raised:
+        meeting.meet(program_ended=lambda: False)
+    assert raised.value.message == "peer(s) never joined within the 0s join deadline: worker-1:12345 (no answer yet)"
+    stop = StopRequest()
+    threading.Timer(0.1, stop.request, args=(signal.SIGINT,)).start()
+    meeting, _, _ = barrier([silent], stop=stop)
+    with pytest.raises(Stopped, match="stopped by SIGINT"):
+        meeting.meet(program_ended=lambda: False)
+
+
+def watchdog(watches, *, run_timeout=60.0):
+    """A watchdog over stand-in watches, the times it stopped the program, and the lines it said."""
+    stops, said = [], []
+    guard = Watchdog(
+        watches=watches, run_timeout=run_timeout, stop_program=lambda: stops.append("stop"), say=said.append
+    )
+    return guard, stops, said
+
+
+def test_the_watchdog_stops_and_joins_and_leaves_a_program_alone_until_then():
+    guard, stops, _ = watchdog([StandInWatch(1, Observation(None, "running", None, 0))])
+    guard.start()
+    time.sleep(0.2)  # Several rounds of looking at the peers.
+    guard.stop()
+    guard.join()
+    assert "watchdog" not in [thread.name for thread in threading.enumerate()]
+    assert (guard.failure, guard.lost, stops) == (None, {}, [])
+
+
+def test_the_watchdog_stops_the_program_at_the_run_deadline():
+    guard, stops, _ = watchdog([], run_timeout=0.1)
+    guard.start()
+    guard.join()  # It ends by itself once it has stopped the program.
+    assert stops == ["stop"]
+    assert isinstance(guard.failure, DeadlineExceeded)
+    assert guard.failure.message == "still running at the 0s run deadline: stopped"
+
+
+def test_the_watchdog_stops_the_program_a_grace_after_a_peer_failed_but_not_for_one_that_finished(monkeypatch):
+    monkeypatch.setattr(watchdog_module, "FAILED_PEER_GRACE", 0.1)
+    finished = StandInWatch(1, Observation(None, "exited 0", None, 0))
+    failed = StandInWatch(2, Observation(None, "exited 1", None, 0))
+    guard, stops, said = watchdog([finished, failed])
+    guard.start()
+    guard.join()
+    assert (guard.finished, finished.stopped) == ({1}, True)
+    assert guard.lost == {"worker-2:12345": "exited 1"}
+    assert said == ["lost peer worker-2:12345: exited 1"]
+    assert stops == ["stop"]
+    assert isinstance(guard.failure, PeerLost)
+    assert (guard.failure.exit_code, guard.failure.message) == (
+        ExitCode.PEER_LOST,
+        "stopped: lost peer(s) worker-2:12345 (exited 1)",
+    )

@@ -81,3 +81,46 @@ def test_outputs_for_programs_and_ci_carry_the_same_verdict():
     failures = [case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None]
     assert failures == ["worker-1"]
     assert "worker-1" in render.table(verdict)
+
+
+LOST_PEER = "lost peer(s) worker-1 (no heartbeat for 10s): training program exited 1"
+
+
+def test_a_workers_status_reason_wins_over_the_words_of_its_log():
+    log = "train | epoch:   1/3\ntensorflow.python.framework.errors_impl.UnavailableError: socket closed\n"
+    failed = WorkerReport(name="worker-0", state="exited", exit_code=5, log=log, reason=LOST_PEER)
+    verdict = judge([failed, report(1)], expected_workers=2)
+    assert verdict.problems == (f"worker-0: exited 5: {LOST_PEER}",)
+    assert verdict.workers[0].status == "exited 5"
+
+
+def test_without_a_status_reason_the_trainers_failed_event_wins_over_the_words_of_its_log():
+    reason = "trainer: training check failed: final_accuracy (0.8281) is not above 0.99"
+    log = "\n".join(
+        [
+            json.dumps({"event": "failed", "exit_code": 3, "reason": reason}),
+            "trainer: some other line that mentions an error",
+            "launcher | worker-0:12345: training program used 7.2s, 9.1 CPU-seconds, peak memory 542 MiB",
+        ]
+    )
+    verdict = judge([report(0, exit_code=3, log=log), report(1)], expected_workers=2)
+    assert verdict.problems == (f"worker-0: exited 3: {reason}",)
+
+
+def test_a_failed_event_of_another_exit_code_is_not_the_reason():
+    # An earlier run's failure, or one the launcher overruled: the log's own words say more.
+    log = "\n".join(
+        [
+            json.dumps({"event": "failed", "exit_code": 2, "reason": "trainer: config error: earlier"}),
+            "launcher | worker-0:12345: run deadline of 60s exceeded; stopping the training program",
+        ]
+    )
+    verdict = judge([report(0, exit_code=6, log=log), report(1)], expected_workers=2)
+    assert verdict.problems == (
+        "worker-0: exited 6: launcher | worker-0:12345: run deadline of 60s exceeded; stopping the training program",
+    )
+
+
+def test_a_status_reason_is_only_read_for_a_failed_exit():
+    passed = WorkerReport(name="worker-0", state="exited", exit_code=0, log=report(0).log, reason="finished")
+    assert judge([passed, report(1)], expected_workers=2).passed

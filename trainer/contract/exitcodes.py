@@ -1,4 +1,4 @@
-"""Exit codes shared by the launcher, the trainer and the verifier (documented in README.md)."""
+"""Exit codes shared by every role, one per cause (docs/exit-codes.md says who returns which)."""
 
 import enum
 

@@ -1,37 +1,176 @@
-"""Training settings: read once from the environment, validated, then passed inward as a value."""
+"""Settings: read once from the environment, validated, then passed inward as a value.
+
+Every role declares its settings the same way: a frozen, keyword-only dataclass derived from
+`Settings`, whose fields are `setting`s naming their environment variable, how to read it and
+the range it must be in:
+
+    @dataclasses.dataclass(frozen=True, kw_only=True)
+    class KeeperSettings(Settings):
+        restart_limit: int = setting(env="TF_RESTART_LIMIT", kind=int, at_least=0, at_most=100, default=3)
+
+`KeeperSettings.from_env(os.environ)` reads and checks every field; constructing one directly
+checks the same ranges. A bad value is one ValueError naming the variable and quoting the value,
+e.g. "`TRAIN_SEED` (-1) must be in [0, 2147483648)".
+"""
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Collection, Mapping
+from typing import Any, Self
+
+_METADATA_KEY = "setting"
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class TrainingSettings:
-    """The tutorial's training, with its figures as defaults."""
+class Setting:
+    """How one field is read from its environment variable, and what it may be."""
 
-    epochs: int = 3
-    steps_per_epoch: int = 4
-    per_worker_batch_size: int = 16
-    learning_rate: float = 0.03
-    seed: int = 7
-    # Checkpoint every this many steps; 0 means at the end of every epoch (trainer/training/checkpoints.py).
-    checkpoint_steps: int = 0
-    # The tutorial's pass mark for the final epoch's accuracy.
-    min_accuracy: float = 0.75
+    env: str
+    # Turns the variable's (stripped, non-empty) text into the value; a ValueError means the text is no value at all.
+    kind: Callable[[str], Any] = str
+    at_least: float | None = None
+    greater_than: float | None = None
+    at_most: float | None = None
+    less_than: float | None = None
+    choices: tuple[str, ...] = ()
+    # Follows the range in messages ("must be in (0, 86400] seconds").
+    unit: str = ""
+    # How messages show an out-of-range value: the format spec of `format(value, value_format)`.
+    value_format: str = ""
+
+    def parse(self, text: str) -> Any:
+        """The value of the variable's (stripped, non-empty) text; its range is `check`'s."""
+        try:
+            value = self.kind(text)
+        except ValueError:
+            article = "an integer" if self.kind is int else "a number"
+            raise ValueError(f"`{self.env}` ({text!r}) must be {article}") from None
+        self._check_choice(value)
+        return value
+
+    def check(self, value: Any) -> None:
+        """Raises ValueError if `value` is not one this setting allows; None (left unset) always is."""
+        if value is None:
+            return
+        self._check_choice(value)
+        if not self._in_range(value):
+            requirement = self._requirement()
+            if self.unit:
+                requirement = f"{requirement} {self.unit}"
+            raise ValueError(f"`{self.env}` ({format(value, self.value_format)}) must {requirement}")
+
+    def _check_choice(self, value: Any) -> None:
+        if self.choices and value not in self.choices:
+            raise ValueError(f"`{self.env}` ({value!r}) must be one of {', '.join(self.choices)}")
+
+    def _in_range(self, value: Any) -> bool:
+        bounds = (self.at_least, self.greater_than, self.at_most, self.less_than)
+        if all(bound is None for bound in bounds):
+            return True
+        # NaN compares false with everything, and infinity is no setting's value.
+        if isinstance(value, float) and not math.isfinite(value):
+            return False
+        return (
+            (self.at_least is None or value >= self.at_least)
+            and (self.greater_than is None or value > self.greater_than)
+            and (self.at_most is None or value <= self.at_most)
+            and (self.less_than is None or value < self.less_than)
+        )
+
+    def _requirement(self) -> str:
+        """What `_in_range` asks, in the words of the messages: "be in [0, 1)", "not be negative"."""
+        opening, low = ("[", self.at_least) if self.at_least is not None else ("(", self.greater_than)
+        high, closing = (self.at_most, "]") if self.at_most is not None else (self.less_than, ")")
+        if low is not None and high is not None:
+            return f"be in {opening}{low}, {high}{closing}"
+        if low is not None:
+            if opening == "[":
+                return "not be negative" if low == 0 else f"be at least {low}"
+            return f"be more than {low}"
+        return f"be at most {high}" if closing == "]" else f"be less than {high}"
+
+
+def setting(
+    *,
+    env: str,
+    default: Any,
+    kind: Callable[[str], Any] = str,
+    at_least: float | None = None,
+    greater_than: float | None = None,
+    at_most: float | None = None,
+    less_than: float | None = None,
+    choices: Collection[str] = (),
+    unit: str = "",
+    value_format: str = "",
+) -> Any:
+    """A dataclass field read from `env`: inclusive bounds `at_least`/`at_most`, exclusive ones
+    `greater_than`/`less_than`; `default` when the variable is unset or blank."""
+    if at_least is not None and greater_than is not None:
+        raise ValueError(f"`{env}` takes one lower bound, not at_least={at_least} and greater_than={greater_than}")
+    if at_most is not None and less_than is not None:
+        raise ValueError(f"`{env}` takes one upper bound, not at_most={at_most} and less_than={less_than}")
+    spec = Setting(
+        env=env,
+        kind=kind,
+        at_least=at_least,
+        greater_than=greater_than,
+        at_most=at_most,
+        less_than=less_than,
+        choices=tuple(choices),
+        unit=unit,
+        value_format=value_format,
+    )
+    return dataclasses.field(default=default, metadata={_METADATA_KEY: spec})
+
+
+def _settings_of(cls) -> list[tuple[dataclasses.Field, Setting]]:
+    """The fields of a settings dataclass that are `setting`s, in declaration order (others are derived)."""
+    fields = dataclasses.fields(cls)
+    return [(field, field.metadata[_METADATA_KEY]) for field in fields if _METADATA_KEY in field.metadata]
+
+
+class Settings:
+    """The base of every settings dataclass: checks its fields when made, reads them from the environment."""
 
     def __post_init__(self):
-        for name in ("epochs", "steps_per_epoch", "per_worker_batch_size"):
-            value = getattr(self, name)
-            if not 1 <= value <= 1_000_000:
-                raise ValueError(f"`{ENV_NAMES[name]}` ({value}) must be in [1, 1000000]")
-        if not 0 <= self.checkpoint_steps <= 1_000_000:
-            raise ValueError(f"`TRAIN_CHECKPOINT_STEPS` ({self.checkpoint_steps}) must be in [0, 1000000]")
-        if not 0 <= self.seed < 2**31:
-            raise ValueError(f"`TRAIN_SEED` ({self.seed}) must be in [0, 2147483648)")
-        if not (math.isfinite(self.learning_rate) and 0 < self.learning_rate <= 10):
-            raise ValueError(f"`TRAIN_LEARNING_RATE` ({self.learning_rate}) must be in (0, 10]")
-        if not (math.isfinite(self.min_accuracy) and 0 <= self.min_accuracy < 1):
-            raise ValueError(f"`TRAIN_MIN_ACCURACY` ({self.min_accuracy}) must be in [0, 1)")
+        for field, spec in _settings_of(self):
+            spec.check(getattr(self, field.name))
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], *, only: Collection[str] | None = None) -> Self:
+        """The settings `environ` gives, the defaults for the rest; with `only`, just those fields are read.
+
+        Every variable is read before any range is checked, so text that is no value at all (or no
+        choice) is named first; then the first field out of range, in declaration order.
+        """
+        values = {}
+        for field, spec in _settings_of(cls):
+            if only is not None and field.name not in only:
+                continue
+            text = environ.get(spec.env, "").strip()
+            if text:
+                values[field.name] = spec.parse(text)
+        return cls(**values)
+
+    @classmethod
+    def env_names(cls) -> dict[str, str]:
+        """Each setting's field name and its environment variable, in declaration order."""
+        return {field.name: spec.env for field, spec in _settings_of(cls)}
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class TrainingSettings(Settings):
+    """The tutorial's training, with its figures as defaults."""
+
+    epochs: int = setting(env="TRAIN_EPOCHS", kind=int, at_least=1, at_most=1_000_000, default=3)
+    steps_per_epoch: int = setting(env="TRAIN_STEPS_PER_EPOCH", kind=int, at_least=1, at_most=1_000_000, default=4)
+    per_worker_batch_size: int = setting(env="TRAIN_BATCH_SIZE", kind=int, at_least=1, at_most=1_000_000, default=16)
+    learning_rate: float = setting(env="TRAIN_LEARNING_RATE", kind=float, greater_than=0, at_most=10, default=0.03)
+    seed: int = setting(env="TRAIN_SEED", kind=int, at_least=0, less_than=2**31, default=7)
+    # Checkpoint every this many steps; 0 means at the end of every epoch (trainer/training/checkpoints.py).
+    checkpoint_steps: int = setting(env="TRAIN_CHECKPOINT_STEPS", kind=int, at_least=0, at_most=1_000_000, default=0)
+    # The tutorial's pass mark for the final epoch's accuracy.
+    min_accuracy: float = setting(env="TRAIN_MIN_ACCURACY", kind=float, at_least=0, less_than=1, default=0.75)
 
     @property
     def total_steps(self) -> int:
@@ -44,78 +183,30 @@ class TrainingSettings:
     def global_batch_size(self, worker_count: int) -> int:
         return self.per_worker_batch_size * worker_count
 
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> "TrainingSettings":
-        values = {}
-        for field in dataclasses.fields(cls):
-            name = ENV_NAMES[field.name]
-            text = environ.get(name, "").strip()
-            if text:
-                values[field.name] = _parse(name, text, field.type)
-        return cls(**values)
 
-
-# The environment variable of each training setting.
-ENV_NAMES = {
-    "epochs": "TRAIN_EPOCHS",
-    "steps_per_epoch": "TRAIN_STEPS_PER_EPOCH",
-    "per_worker_batch_size": "TRAIN_BATCH_SIZE",
-    "learning_rate": "TRAIN_LEARNING_RATE",
-    "seed": "TRAIN_SEED",
-    "checkpoint_steps": "TRAIN_CHECKPOINT_STEPS",
-    "min_accuracy": "TRAIN_MIN_ACCURACY",
-}
-
-
-def _parse(name: str, text: str, kind) -> int | float:
-    try:
-        value = kind(text)
-    except ValueError:
-        article = "an integer" if kind is int else "a number"
-        raise ValueError(f"`{name}` ({text!r}) must be {article}") from None
-    return value
-
-
-def _given(environ: Mapping[str, str], *fields: tuple[str, str, type]) -> dict:
-    """The (field, variable, type) settings the environment sets, parsed; unset ones are left out."""
-    values = {}
-    for field, name, kind in fields:
-        text = environ.get(name, "").strip()
-        if text:
-            values[field] = _parse(name, text, kind)
-    return values
+# The environment variable of each training setting (the rendezvous names differing settings by it).
+ENV_NAMES = TrainingSettings.env_names()
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class LaunchSettings:
-    """How the launcher bounds a worker's life (docs/settings.md, "Deadlines")."""
+class LaunchSettings(Settings):
+    """How the launcher bounds a worker's life (docs/settings.md, "Deadlines"), and what it is told to expect."""
 
-    join_timeout: float = 60.0
-    run_timeout: float = 3600.0
-    rendezvous_port: int = 12399
-    results_dir: str = ""
-
-    def __post_init__(self):
-        if not (math.isfinite(self.join_timeout) and 0 < self.join_timeout <= 86_400):
-            raise ValueError(f"`TF_JOIN_TIMEOUT` ({self.join_timeout}) must be in (0, 86400] seconds")
-        if not (math.isfinite(self.run_timeout) and 0 < self.run_timeout <= 604_800):
-            raise ValueError(f"`TF_RUN_TIMEOUT` ({self.run_timeout}) must be in (0, 604800] seconds")
-        if not 1 <= self.rendezvous_port <= 65535:
-            raise ValueError(f"`TF_RENDEZVOUS_PORT` ({self.rendezvous_port}) must be in [1, 65535]")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> "LaunchSettings":
-        values = _given(
-            environ,
-            ("join_timeout", "TF_JOIN_TIMEOUT", float),
-            ("run_timeout", "TF_RUN_TIMEOUT", float),
-            ("rendezvous_port", "TF_RENDEZVOUS_PORT", int),
-        )
-        return cls(results_dir=environ.get("TF_RESULTS_DIR", "").strip(), **values)
+    join_timeout: float = setting(
+        env="TF_JOIN_TIMEOUT", kind=float, greater_than=0, at_most=86_400, unit="seconds", default=60.0
+    )
+    run_timeout: float = setting(
+        env="TF_RUN_TIMEOUT", kind=float, greater_than=0, at_most=604_800, unit="seconds", default=3600.0
+    )
+    rendezvous_port: int = setting(env="TF_RENDEZVOUS_PORT", kind=int, at_least=1, at_most=65535, default=12399)
+    # Empty: no results directory, so nothing recorded for a verifier.
+    results_dir: str = setting(env="TF_RESULTS_DIR", default="")
+    # Empty: no shaper beside the worker. The shaper (trainer/shaper/) knows the profiles and checks the name.
+    network_profile: str = setting(env="TF_NETWORK_PROFILE", default="")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
-class RecoverySettings:
+class RecoverySettings(Settings):
     """Where the chief keeps checkpoints (empty: none), and the faults tests inject on purpose.
 
     The faults are for testing the recovery path (docs/failures.md, "Recovery"): the program
@@ -123,30 +214,17 @@ class RecoverySettings:
     and committing it, so that a kill can land in the middle of a save.
     """
 
-    checkpoint_dir: str = ""
-    fault_exit_at_step: int = 0
-    fault_commit_delay: float = 0.0
-
-    def __post_init__(self):
-        if self.fault_exit_at_step < 0:
-            raise ValueError(f"`TFCLUSTER_FAULT_EXIT_AT_STEP` ({self.fault_exit_at_step}) must not be negative")
-        if not (math.isfinite(self.fault_commit_delay) and 0 <= self.fault_commit_delay <= 3600):
-            raise ValueError(f"`TFCLUSTER_FAULT_COMMIT_DELAY` ({self.fault_commit_delay}) must be in [0, 3600] seconds")
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str]) -> "RecoverySettings":
-        values = _given(
-            environ,
-            ("fault_exit_at_step", "TFCLUSTER_FAULT_EXIT_AT_STEP", int),
-            ("fault_commit_delay", "TFCLUSTER_FAULT_COMMIT_DELAY", float),
-        )
-        return cls(checkpoint_dir=environ.get("TF_CHECKPOINT_DIR", "").strip(), **values)
+    checkpoint_dir: str = setting(env="TF_CHECKPOINT_DIR", default="")
+    fault_exit_at_step: int = setting(env="TFCLUSTER_FAULT_EXIT_AT_STEP", kind=int, at_least=0, default=0)
+    fault_commit_delay: float = setting(
+        env="TFCLUSTER_FAULT_COMMIT_DELAY", kind=float, at_least=0, at_most=3600, unit="seconds", default=0.0
+    )
 
 
-def restart_limit(environ: Mapping[str, str]) -> int:
-    """TF_RESTART_LIMIT: how many times the keeper (trainer/keeper/keeper.py) restarts the whole cluster."""
-    text = environ.get("TF_RESTART_LIMIT", "").strip() or "3"
-    limit = _parse("TF_RESTART_LIMIT", text, int)
-    if not 0 <= limit <= 100:
-        raise ValueError(f"`TF_RESTART_LIMIT` ({limit}) must be in [0, 100]")
-    return limit
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class KeeperSettings(Settings):
+    """How many times the keeper (trainer/keeper/keeper.py) restarts the whole cluster, and where it records it."""
+
+    restart_limit: int = setting(env="TF_RESTART_LIMIT", kind=int, at_least=0, at_most=100, default=3)
+    # Empty: no results directory, so nothing recorded for a verifier.
+    results_dir: str = setting(env="TF_RESULTS_DIR", default="")

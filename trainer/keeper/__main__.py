@@ -15,15 +15,21 @@ import docker.errors
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder, WorkerFiles
-from trainer.contract.settings import restart_limit
+from trainer.contract.settings import KeeperSettings
 from trainer.keeper.keeper import NAME, PROJECT_LABEL, Keeper
 
 
 def main() -> int:
-    results_dir = os.environ.get("TF_RESULTS_DIR", "").strip()
-    recorder = Recorder(WorkerFiles(Path(results_dir), NAME)) if results_dir else None
     try:
-        limit = restart_limit(os.environ)
+        settings = KeeperSettings.from_env(os.environ)
+    except ValueError as error:
+        # The results directory is a path, which no value makes bad: read on its own, it still
+        # records the bad setting for the verifier.
+        results_dir = KeeperSettings.from_env(os.environ, only=("results_dir",)).results_dir
+        return config_error("keeper", str(error), recorder_in(results_dir))
+    recorder = recorder_in(settings.results_dir)
+    limit = settings.restart_limit
+    try:
         client = docker.from_env()
         # Its own container says which Compose project to keep (its hostname is its container ID).
         project = client.containers.get(socket.gethostname()).labels[PROJECT_LABEL]
@@ -46,6 +52,11 @@ def main() -> int:
         if recorder:
             recorder.finish(code, restarts=keeper.restarts, limit=limit)
     return code
+
+
+def recorder_in(results_dir: str) -> Recorder | None:
+    """The keeper's own files in the results directory, as a worker's (empty: none, so nothing recorded)."""
+    return Recorder(WorkerFiles(Path(results_dir), NAME)) if results_dir else None
 
 
 if __name__ == "__main__":

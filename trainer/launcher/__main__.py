@@ -13,7 +13,6 @@ import uuid
 from pathlib import Path
 
 from trainer.contract import cluster as cluster_config
-from trainer.contract import shaping
 from trainer.contract.console import config_error
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.settings import LaunchSettings, TrainingSettings
@@ -50,7 +49,7 @@ def main(argv: list[str]) -> int:
             rendezvous_base_port=launch.rendezvous_port,
             deadlines=Deadlines(join=launch.join_timeout, run=launch.run_timeout),
             recorder=recorder,
-            shaped_in=launch.results_dir if os.environ.get(shaping.VARIABLE, "").strip() else None,
+            shaped_in=launch.results_dir if launch.network_profile else None,
             run_id=run_id,
         )
     except OSError as error:  # The rendezvous port is taken, most likely.

@@ -8,8 +8,13 @@ import dataclasses
 import threading
 import time
 
-from trainer.contract.cluster import host_of
+from trainer.contract.cluster import Cluster, host_of
 from trainer.launcher import rendezvous
+
+# How long one question to a peer may take before it counts as unanswered.
+HEARTBEAT_TIMEOUT = 2.0
+# How often the launcher's phases look at what the watches have learned (asking is the watches' own pace).
+CHECK_INTERVAL = 0.05
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +35,7 @@ class PeerWatch:
     def __init__(self, *, position: int, address: str, port: int, me: int, timeout: float, interval: float):
         self.position = position
         self.address = address
-        self.interval = interval  # While meeting peers; the supervisor slows it to a heartbeat later.
+        self.interval = interval  # While meeting peers; the watchdog slows it to a heartbeat later.
         self.port = port
         self._me = me
         self._timeout = timeout
@@ -65,3 +70,19 @@ class PeerWatch:
                     misses,
                 )
             self._stopped.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+
+def watch_peers(cluster: Cluster, base_port: int, *, interval: float) -> list[PeerWatch]:
+    """A watch on every worker of the cluster but this one, each asking every `interval` seconds."""
+    return [
+        PeerWatch(
+            position=position,
+            address=address,
+            port=rendezvous.rendezvous_port(cluster, position, base_port),
+            me=cluster.index,
+            timeout=HEARTBEAT_TIMEOUT,
+            interval=interval,
+        )
+        for position, address in enumerate(cluster.workers)
+        if position != cluster.index
+    ]

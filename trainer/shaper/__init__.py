@@ -1,1 +1,1 @@
-"""The network shaper: realistic links between worker containers (README.md, "Network profiles")."""
+"""The network shaper: realistic links between worker containers (docs/network.md)."""

@@ -21,10 +21,13 @@ import sys
 import time
 from pathlib import Path
 
+from trainer.contract import shaping
 from trainer.contract.console import config_error
+from trainer.contract.resultsdir import WorkerFiles
 from trainer.shaper import probe, relay, rules
-from trainer.shaper.checks import checks
-from trainer.shaper.profiles import from_env
+from trainer.shaper.checks import Check, checks
+from trainer.shaper.profiles import Profile
+from trainer.shaper.settings import ShaperSettings
 
 # Where the relay listens for the redirected connections: TensorFlow's and the probe's.
 RELAY_OFFSET = 10
@@ -35,24 +38,26 @@ def say(line: str) -> None:
     print(f"shaper | {line}", flush=True)
 
 
-def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str], str | None]:
+def cluster_of(files: WorkerFiles, timeout: float) -> tuple[int, list[str], str | None]:
     """(TensorFlow's port here, the other workers' hosts, the launcher's run), from its own status.
 
     The launcher publishes the cluster it was given there (trainer/contract/resultsdir.py), so the template is
     written once, in compose.yaml, and the shaper cannot disagree with its worker.
     """
-    status = results / f"{me}.status"
+    me = files.name
     deadline = time.monotonic() + timeout
     while True:
         try:
-            published = json.loads(status.read_text(encoding="utf-8"))
+            published = json.loads(files.status.read_text(encoding="utf-8"))
         except (FileNotFoundError, json.JSONDecodeError):
             published = {}
         workers = published.get("workers")
         if workers:
             break
         if time.monotonic() >= deadline:
-            raise ValueError(f"no running launcher of {me} published its cluster in {status} within {timeout:.0f}s")
+            raise ValueError(
+                f"no running launcher of {me} published its cluster in {files.status} within {timeout:.0f}s"
+            )
         time.sleep(0.1)  # The launcher starts at the same moment; nothing to wait on but its file.
     hosts = [address.rsplit(":", 1)[0] for address in workers]
     if me not in hosts:
@@ -61,56 +66,57 @@ def cluster_of(results: Path, me: str, timeout: float) -> tuple[int, list[str], 
     return port, [host for host in hosts if host != me], published.get("run")
 
 
-def write_report(results: Path, me: str, report: dict) -> None:
-    temporary = results / f".network-{me}.json.tmp"
+def write_report(results_dir: str, worker: str, report: dict) -> None:
+    """Where the launcher and the verifier read it (trainer/contract/shaping.py), whole, by a rename."""
+    path = shaping.report_path(results_dir, worker)
+    temporary = path.with_name(f".{path.name}.tmp")
     temporary.write_text(json.dumps(report), encoding="utf-8")
-    os.replace(temporary, results / f"network-{me}.json")
+    os.replace(temporary, path)
 
 
-def wait_for_worker_end(results: Path, me: str) -> None:
+def wait_for_worker_end(files: WorkerFiles) -> None:
     """Until the worker's launcher lets go of its lock (it holds it for its whole life)."""
-    with open(results / f"{me}.lock") as lock:
+    with open(files.lock) as lock:
         fcntl.flock(lock, fcntl.LOCK_SH)
 
 
-async def shape(environ) -> int:
-    results = Path(environ.get("TF_RESULTS_DIR", "/results"))
-    me = environ.get("SHAPED_WORKER", "").strip()
-    try:
-        profile = from_env(environ)
-        if not me:
-            raise ValueError("`SHAPED_WORKER` must name the worker whose network this is")
-        tf_port, others, run_id = cluster_of(results, me, MEASURE_TIMEOUT)
-    except ValueError as error:
-        return config_error("shaper", str(error))
-    say(f"{me}: profile {profile.describe()}")
-    try:
-        if profile.rate_mbit:
-            rules.limit_rate(profile.rate_mbit)
-        if profile.loss:
-            rules.drop_randomly(profile.loss)
-        if profile.delays:
-            delay = relay.Delay(profile.rtt_ms / 2, profile.jitter_ms)
-            for port in (tf_port, probe.PROBE_PORT):
-                await relay.serve(port + RELAY_OFFSET, port, delay)
-                rules.redirect(port, port + RELAY_OFFSET)
-    except rules.RuleError as error:
-        return config_error("shaper", str(error))
-    # Only now, with every rule and relay in place: a peer must never measure this worker's links
-    # unshaped. Before this, its probe is refused, or closed by the relay, and tries again.
-    server = probe.Server(probe.PROBE_PORT)
-    loop = asyncio.get_running_loop()
+async def apply(profile: Profile, tf_port: int) -> None:
+    """The profile's rules, and its delaying relays in front of TensorFlow's port and the probe's."""
+    if profile.rate_mbit:
+        rules.limit_rate(profile.rate_mbit)
+    if profile.loss:
+        rules.drop_randomly(profile.loss)
+    if profile.delays:
+        delay = relay.Delay(profile.rtt_ms / 2, profile.jitter_ms)
+        for port in (tf_port, probe.PROBE_PORT):
+            await relay.serve(port + RELAY_OFFSET, port, delay)
+            rules.redirect(port, port + RELAY_OFFSET)
 
-    def measure_all() -> list[probe.Link]:
-        deadline = time.monotonic() + MEASURE_TIMEOUT
-        sink = int(profile.rate_mbit * 1e6 / 8 * 1.5) if profile.rate_mbit else 0  # About 1.5 s at the rate.
-        return [probe.measure(host, deadline=deadline, sink_bytes=sink, loss=bool(profile.loss)) for host in others]
 
-    try:
-        links = await loop.run_in_executor(None, measure_all)
-    except OSError as error:
-        return config_error("shaper", f"could not measure the links to {', '.join(others)}: {error}")
-    found = [check for link in links for check in checks(profile, link)]
+def measure_all(profile: Profile, others: list[str]) -> list[probe.Link]:
+    deadline = time.monotonic() + MEASURE_TIMEOUT
+    sink = int(profile.rate_mbit * 1e6 / 8 * 1.5) if profile.rate_mbit else 0  # About 1.5 s at the rate.
+    return [probe.measure(host, deadline=deadline, sink_bytes=sink, loss=bool(profile.loss)) for host in others]
+
+
+def report_of(me: str, profile: Profile, links: list[probe.Link], found: list[Check], run_id: str | None) -> dict:
+    """What `write_report` writes, and what the launcher and the verifier read."""
+    return {
+        "worker": me,
+        "profile": profile.name,
+        "describe": profile.describe(),
+        "links": [
+            {"peer": link.peer, "rtt_ms": link.rtt_ms, "throughput_mbit": link.throughput_mbit, "loss": link.loss}
+            for link in links
+        ],
+        "checks": [{"check": check.describe(), "ok": check.ok} for check in found],
+        "ok": all(check.ok for check in found),
+        # Whose run this is for: a launcher started again must not take an earlier run's figures.
+        "run": run_id,
+    }
+
+
+def say_measured(me: str, links: list[probe.Link], found: list[Check]) -> None:
     for link in links:
         figures = [f"rtt {link.rtt_ms:.2f} ms"]
         if link.throughput_mbit is not None:
@@ -120,24 +126,51 @@ async def shape(environ) -> int:
         say(f"{me} -> {link.peer}: " + ", ".join(figures))
     for check in found:
         say(check.describe())
-    ok = all(check.ok for check in found)
-    report = {
-        "worker": me,
-        "profile": profile.name,
-        "describe": profile.describe(),
-        "links": [
-            {"peer": link.peer, "rtt_ms": link.rtt_ms, "throughput_mbit": link.throughput_mbit, "loss": link.loss}
-            for link in links
-        ],
-        "checks": [{"check": check.describe(), "ok": check.ok} for check in found],
-        "ok": ok,
-        # Whose run this is for: a launcher started again must not take an earlier run's figures.
-        "run": run_id,
-    }
-    write_report(results, me, report)
+
+
+async def shape(settings: ShaperSettings) -> int:
+    me, profile = settings.worker, settings.profile
+    files = WorkerFiles(Path(settings.results_dir), me)
+    try:
+        if not me:
+            raise ValueError("`SHAPED_WORKER` must name the worker whose network this is")
+        tf_port, others, run_id = cluster_of(files, MEASURE_TIMEOUT)
+    except ValueError as error:
+        return config_error("shaper", str(error))
+    say(f"{me}: profile {profile.describe()}")
+    try:
+        await apply(profile, tf_port)
+    except rules.RuleError as error:
+        return config_error("shaper", str(error))
+    # Only now, with every rule and relay in place: a peer must never measure this worker's links
+    # unshaped. Before this, its probe is refused, or closed by the relay, and tries again.
+    server = probe.Server(probe.PROBE_PORT)
+    loop = asyncio.get_running_loop()
+    try:
+        links = await loop.run_in_executor(None, measure_all, profile, others)
+    except OSError as error:
+        return config_error("shaper", f"could not measure the links to {', '.join(others)}: {error}")
+    found = [check for link in links for check in checks(profile, link)]
+    say_measured(me, links, found)
+    report = report_of(me, profile, links, found, run_id)
+    write_report(settings.results_dir, me, report)
+    ok = report["ok"]
     say(f"{me}: shaping {'in place' if ok else 'NOT as the profile asks'}; staying until the worker ends")
-    await loop.run_in_executor(None, wait_for_worker_end, results, me)
+    await loop.run_in_executor(None, wait_for_worker_end, files)
     server.close()
+    return 0
+
+
+def cut(command: str, worker: str) -> int:
+    """`partition` or `heal`, for `worker` (named only in what it says)."""
+    try:
+        changed = (rules.partition if command == "partition" else rules.heal)()
+    except rules.RuleError as error:
+        return config_error("shaper", str(error))
+    if command == "partition":
+        say(f"{worker}: cut off" if changed else f"{worker}: already cut off")
+    else:
+        say(f"{worker}: healed" if changed else f"{worker}: was not cut off")
     return 0
 
 
@@ -146,21 +179,18 @@ def main(argv: list[str]) -> int:
     # would otherwise hold up the exit until Docker's SIGKILL.
     signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(143))
     if argv in (["partition"], ["heal"]):
-        worker = os.environ.get("SHAPED_WORKER", "this worker")
-        try:
-            changed = (rules.partition if argv == ["partition"] else rules.heal)()
-        except rules.RuleError as error:
-            return config_error("shaper", str(error))
-        if argv == ["partition"]:
-            say(f"{worker}: cut off" if changed else f"{worker}: already cut off")
-        else:
-            say(f"{worker}: healed" if changed else f"{worker}: was not cut off")
-        return 0
+        # Only the worker's name: cutting a worker off needs no profile.
+        worker = ShaperSettings.from_env(os.environ, only=("worker",)).worker
+        return cut(argv[0], worker or "this worker")
     if argv:
         return config_error(
             "shaper", f"unknown command {' '.join(argv)!r} (usage: python -m trainer.shaper [partition | heal])"
         )
-    return asyncio.run(shape(os.environ))
+    try:
+        settings = ShaperSettings.from_env(os.environ)
+    except ValueError as error:
+        return config_error("shaper", str(error))
+    return asyncio.run(shape(settings))
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""Network profiles: what the links between workers should look like, by name or field by field."""
+"""Network profiles: what the links between workers should look like, by name or field by field.
+
+The environment picks and adjusts one through the shaper's settings (trainer/shaper/settings.py).
+"""
 
 import dataclasses
-import math
-from collections.abc import Mapping
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -14,15 +15,7 @@ class Profile:
     rate_mbit: float = 0.0  # Cap on what each worker sends, in Mbit/s; 0: none.
 
     def __post_init__(self):
-        for field, low, high in (
-            ("rtt_ms", 0, 10_000),
-            ("jitter_ms", 0, 10_000),
-            ("loss", 0, 0.5),
-            ("rate_mbit", 0, 100_000),
-        ):
-            value = getattr(self, field)
-            if not (math.isfinite(value) and low <= value <= high):
-                raise ValueError(f"`{ENV_NAMES[field]}` ({value:g}) must be in [{low:g}, {high:g}]")
+        # Each field's own range is a setting's (trainer/shaper/settings.py); this one spans two fields.
         if self.jitter_ms > self.rtt_ms / 2:
             raise ValueError(
                 f"`TF_NETWORK_JITTER_MS` ({self.jitter_ms:g}) must be at most half of `TF_NETWORK_RTT_MS` "
@@ -50,31 +43,3 @@ PROFILES = {
     "lossy": Profile(name="lossy", loss=0.01),
     "thin": Profile(name="thin", rate_mbit=100),
 }
-
-ENV_NAMES = {
-    "rtt_ms": "TF_NETWORK_RTT_MS",
-    "jitter_ms": "TF_NETWORK_JITTER_MS",
-    "loss": "TF_NETWORK_LOSS",
-    "rate_mbit": "TF_NETWORK_RATE_MBIT",
-}
-
-
-def from_env(environ: Mapping[str, str]) -> Profile:
-    """TF_NETWORK_PROFILE names the base profile (default lan); each TF_NETWORK_* field overrides it."""
-    name = environ.get("TF_NETWORK_PROFILE", "").strip() or "lan"
-    if name not in PROFILES:
-        raise ValueError(f"`TF_NETWORK_PROFILE` ({name!r}) must be one of {', '.join(PROFILES)}")
-    values = dataclasses.asdict(PROFILES[name])
-    changed = False
-    for field, variable in ENV_NAMES.items():
-        text = environ.get(variable, "").strip()
-        if not text:
-            continue
-        try:
-            values[field] = float(text.rstrip("%")) / 100 if field == "loss" and text.endswith("%") else float(text)
-        except ValueError:
-            raise ValueError(f"`{variable}` ({text!r}) must be a number") from None
-        changed = True
-    if changed:
-        values["name"] = f"{name}+custom"
-    return Profile(**values)

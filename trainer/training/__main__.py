@@ -1,7 +1,7 @@
 """Entry point of one worker: `python -m trainer.training`.
 
 Configuration is read here, once, and validated before TensorFlow is imported; everything inward
-takes plain values. Exit codes are those of trainer.contract.exitcodes (README.md, "Exit codes").
+takes plain values. Exit codes are those of trainer.contract.exitcodes (docs/exit-codes.md).
 """
 
 import json
@@ -11,16 +11,18 @@ from pathlib import Path
 
 from trainer.contract import cluster as cluster_config
 from trainer.contract import gate
-from trainer.contract.console import config_error
+from trainer.contract.console import show
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.settings import RecoverySettings, TrainingSettings
 from trainer.training.checkpoints import Store
+from trainer.training.failure import check_failed, configuration_failed
+from trainer.training.faults import exit_after
 from trainer.training.outcome import TrainingCheckFailed, check
 from trainer.training.output import epoch_line, final_json, final_line
 
 
 def say(line: str) -> None:
-    print(line, flush=True)
+    show(line + "\n")
 
 
 def main() -> int:
@@ -29,7 +31,7 @@ def main() -> int:
         settings = TrainingSettings.from_env(os.environ)
         recovery = RecoverySettings.from_env(os.environ)
     except ValueError as error:
-        return config_error("trainer", str(error))
+        return configuration_failed(str(error))
 
     store = None
     if recovery.checkpoint_dir:
@@ -41,12 +43,14 @@ def main() -> int:
                 commit_delay=recovery.fault_commit_delay,
             )
         except OSError as error:
-            return config_error("trainer", f"`TF_CHECKPOINT_DIR` ({recovery.checkpoint_dir}): {error}")
+            return configuration_failed(f"`TF_CHECKPOINT_DIR` ({recovery.checkpoint_dir}): {error}")
 
     cluster_config.export_for_tensorflow(cluster, os.environ)
     say(f"worker {cluster.index} of {cluster.size} | {cluster.address} | cluster: {json.dumps(list(cluster.workers))}")
 
-    from trainer.training.loop import ResumeMismatch, train  # Imports TensorFlow: seconds, so after validation.
+    # These import TensorFlow: seconds, so after validation.
+    from trainer.training.loop import Callbacks, train
+    from trainer.training.resume import ResumeMismatch
 
     if not gate.wait_for_go():  # The launcher's rendezvous failed while TensorFlow was importing.
         return ExitCode.TERMINATED
@@ -54,17 +58,17 @@ def main() -> int:
     def on_epoch(epoch, step):
         say(epoch_line(epoch, epochs=settings.epochs, step=step))
 
+    callbacks = Callbacks(on_epoch=on_epoch)
+    if recovery.fault_exit_at_step:  # Only a test asks for it (docs/recovery.md).
+        callbacks = Callbacks(on_epoch=on_epoch, on_step=exit_after(recovery.fault_exit_at_step, say))
     try:
-        result = train(
-            cluster, settings, on_epoch=on_epoch, say=say, store=store, fault_exit_at_step=recovery.fault_exit_at_step
-        )
+        result = train(cluster, settings, callbacks=callbacks, say=say, store=store)
     except ResumeMismatch as error:
-        return config_error("trainer", str(error))
+        return configuration_failed(str(error))
     try:
         check(result, min_accuracy=settings.min_accuracy)
     except TrainingCheckFailed as failure:
-        print(f"trainer: training check failed: {failure}", file=sys.stderr, flush=True)
-        return ExitCode.TRAINING_CHECK_FAILED
+        return check_failed(str(failure))
     say(final_line(result))
     say(final_json(result))
     return ExitCode.OK

@@ -1,7 +1,9 @@
-"""What a worker prints: one line per epoch while training, then its final metrics twice.
+"""What a worker prints: where it starts, one line per epoch while training, then its final metrics twice.
 
 The final metrics come as the tutorial's `key=value` line (for people, and so the tutorial's own
 program and this one are verified alike) and as one JSON line with full precision (for programs).
+Where it starts and why it failed, if it did, are JSON events too, each beside its line for
+people: the verifier reads the events (trainer/verifier/events.py), never the prose.
 """
 
 import json
@@ -39,3 +41,13 @@ def final_json(result: TrainingResult) -> str:
             "final_accuracy": result.final_accuracy,
         }
     )
+
+
+def start_json(step: int) -> str:
+    """Where this run of the trainer starts: 0 from scratch, or the checkpoint's step it resumed from."""
+    return json.dumps({"event": "start", "step": step})
+
+
+def failed_json(exit_code: int, reason: str) -> str:
+    """The trainer's own failure: its exit code, and the line it printed for people."""
+    return json.dumps({"event": "failed", "exit_code": int(exit_code), "reason": reason})

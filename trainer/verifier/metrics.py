@@ -7,8 +7,9 @@
 The last final-metrics line in the log wins; a JSON line beats a `key=value` line.
 """
 
-import json
 import re
+
+from trainer.verifier.events import events, is_event
 
 # Keys that identify the worker rather than describe the training: never compared.
 IDENTITY_KEYS = frozenset({"event", "worker", "hostname"})
@@ -17,27 +18,17 @@ _PAIR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
 
 
 def parse_final_metrics(log: str) -> dict[str, float | int | str] | None:
-    json_metrics = None
+    finals = events(log, "final")
+    if finals:
+        return finals[-1]
     pair_metrics = None
     for line in log.splitlines():
         line = line.strip()
-        if line.startswith("{"):
-            record = _json_record(line)
-            if record is not None and record.get("event") == "final":
-                json_metrics = record
-        elif "=" in line:
+        if not line.startswith("{") and "=" in line:
             pairs = _pairs(line)
             if pairs is not None:
                 pair_metrics = pairs
-    return json_metrics if json_metrics is not None else pair_metrics
-
-
-def _json_record(line: str) -> dict | None:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return record if isinstance(record, dict) else None
+    return pair_metrics
 
 
 def _pairs(line: str) -> dict | None:
@@ -67,9 +58,14 @@ _REASON = re.compile(
 
 
 def last_error_line(log: str) -> str:
-    """The line most likely to say why a worker failed: the last that looks like a reason."""
+    """The line most likely to say why a worker failed: the last that looks like a reason.
+
+    The last resort (trainer/verifier/reasons.py), for logs that say why only in prose. A JSON
+    event is never taken for prose: `"event": "failed"` would match the words, and such an event
+    is read whole where it counts.
+    """
     lines = [line.strip() for line in log.splitlines() if line.strip()]
     for line in reversed(lines):
-        if _REASON.search(line):
+        if _REASON.search(line) and not is_event(line):
             return line
     return lines[-1] if lines else "(no output)"

@@ -1,14 +1,12 @@
 """What the keeper did (trainer/keeper/keeper.py): the restarts, and the step each one resumed from."""
 
 import dataclasses
-import re
 
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import WorkerRecord
+from trainer.verifier.events import events
 from trainer.verifier.metrics import last_error_line
-
-# Each start of the trainer says where it began (trainer/training/loop.py).
-_START = re.compile(r"^checkpoint \| (?:none in .*: starting at step 0|resuming from step (\d+))")
+from trainer.verifier.reasons import failure_reason, status_reason
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -37,13 +35,13 @@ class Recovery:
 
 
 def starting_steps(log: str) -> list[int]:
-    """The step each run of a worker's trainer started from, in order (0: from scratch)."""
-    steps = []
-    for line in log.splitlines():
-        match = _START.match(line.strip())
-        if match:
-            steps.append(int(match.group(1) or 0))
-    return steps
+    """The step each run of a worker's trainer started from, in order (0: from scratch).
+
+    Each run of this project's trainer prints `{"event": "start", "step": N}` where it starts
+    (trainer/training/resume.py); a program that prints none has no steps to report.
+    """
+    steps = (event.get("step") for event in events(log, "start"))
+    return [step for step in steps if isinstance(step, int) and not isinstance(step, bool)]
 
 
 def from_keeper(record: WorkerRecord, chief_log: str) -> Recovery:
@@ -62,5 +60,6 @@ def from_keeper(record: WorkerRecord, chief_log: str) -> Recovery:
     elif record.state == "killed":
         problem = f"the keeper was killed without an exit status; last line: {last_error_line(record.log)}"
     elif record.exit_code != ExitCode.OK:
-        problem = f"exited {record.exit_code}: {last_error_line(record.log)}"
+        reason = failure_reason(exit_code=record.exit_code, reason=status_reason(record.details), log=record.log)
+        problem = f"exited {record.exit_code}: {reason}"
     return Recovery(restarts=restarts, limit=record.details.get("limit"), problem=problem)

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from trainer.contract import shaping
 from trainer.contract.resultsdir import WorkerFiles, WorkerRecord, wait_for_exit
+from trainer.verifier.reasons import status_reason
 from trainer.verifier.verdict import WorkerReport
 
 
@@ -30,7 +31,15 @@ def _wait_for_workers(directory: Path, names: list[str], *, deadline: float, sta
     reports = []
     for name in names:
         record = wait_for_exit(WorkerFiles(directory, name), deadline, clock, start_deadline=start_deadline)
-        reports.append(WorkerReport(name=record.name, state=record.state, exit_code=record.exit_code, log=record.log))
+        reports.append(
+            WorkerReport(
+                name=record.name,
+                state=record.state,
+                exit_code=record.exit_code,
+                log=record.log,
+                reason=status_reason(record.details),
+            )
+        )
     return reports
 
 

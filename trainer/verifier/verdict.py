@@ -4,6 +4,7 @@ import dataclasses
 import math
 
 from trainer.verifier.metrics import IDENTITY_KEYS, last_error_line, parse_final_metrics
+from trainer.verifier.reasons import failure_reason
 from trainer.verifier.recovery import Recovery
 
 
@@ -15,6 +16,7 @@ class WorkerReport:
     state: str  # "exited", "missing", "running", "killed", or "log" (a saved log, exit unknown)
     exit_code: int | None
     log: str
+    reason: str | None = None  # Why it exited, in its status's words, when the status says.
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -101,7 +103,8 @@ def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:
     if report.state == "log":
         return "log", None
     if report.exit_code != 0:
-        return f"exited {report.exit_code}", f"exited {report.exit_code}: {last_error_line(report.log)}"
+        reason = failure_reason(exit_code=report.exit_code, reason=report.reason, log=report.log)
+        return f"exited {report.exit_code}", f"exited {report.exit_code}: {reason}"
     return "exited 0", None
 
 

@@ -1,0 +1,66 @@
+"""scripts/compose_project.py: the `docker compose` commands it builds and the environment it gives them.
+
+Nothing here runs Docker: the commands are built, not run.
+"""
+
+import os
+import re
+from pathlib import Path
+
+from compose_project import ROOT, ComposeProject, unique_name  # pytest puts scripts/ on the path.
+
+from tests.conftest import ROOT as TESTS_ROOT
+
+
+def test_the_command_names_the_project_then_compose_yaml_then_the_overrides_in_order():
+    project = ComposeProject("b.yaml", Path("/tmp/a.yaml"), name="tfc-bench")
+    assert project.command("up", "--exit-code-from", "verifier", "verifier") == [
+        "docker",
+        "compose",
+        "-p",
+        "tfc-bench",
+        "-f",
+        "compose.yaml",
+        "-f",
+        "b.yaml",
+        "-f",
+        "/tmp/a.yaml",
+        "up",
+        "--exit-code-from",
+        "verifier",
+        "verifier",
+    ]
+
+
+def test_without_overrides_or_arguments_the_command_is_the_project_alone():
+    assert ComposeProject(name="p").command() == ["docker", "compose", "-p", "p", "-f", "compose.yaml"]
+
+
+def test_the_project_runs_from_the_project_root_unless_told_otherwise(tmp_path):
+    assert ROOT == TESTS_ROOT
+    assert ComposeProject(name="p").cwd == ROOT
+    assert ComposeProject(name="p", cwd=str(tmp_path)).cwd == tmp_path
+
+
+def test_the_environment_is_this_process_s_with_the_given_variables_over_it(monkeypatch):
+    monkeypatch.setenv("TFC_TEST_KEPT", "from the host")
+    monkeypatch.setenv("TF_NETWORK_PROFILE", "lan")
+    project = ComposeProject(name="p", environment={"TF_NETWORK_PROFILE": "wan", "TRAIN_EPOCHS": "1"})
+    assert project.environment["TFC_TEST_KEPT"] == "from the host"
+    assert project.environment["TF_NETWORK_PROFILE"] == "wan"
+    assert project.environment["TRAIN_EPOCHS"] == "1"
+
+
+def test_the_environment_is_taken_once_and_is_the_project_s_own(monkeypatch):
+    monkeypatch.delenv("TFC_TEST_LATER", raising=False)
+    project = ComposeProject(name="p")
+    project.environment["TFC_TEST_PROJECT_ONLY"] = "x"
+    monkeypatch.setenv("TFC_TEST_LATER", "y")
+    assert "TFC_TEST_PROJECT_ONLY" not in os.environ
+    assert "TFC_TEST_LATER" not in project.environment
+
+
+def test_unique_names_keep_the_prefix_and_differ():
+    names = {unique_name("tfc-test") for _ in range(20)}
+    assert len(names) == 20
+    assert all(re.fullmatch(r"tfc-test-[0-9a-f]{8}", name) for name in names)

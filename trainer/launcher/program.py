@@ -1,0 +1,127 @@
+"""The training program, as the launcher runs it: started (perhaps held at the start gate), its
+output forwarded line by line, stopped on demand, waited for, and its resource usage reported.
+"""
+
+import contextlib
+import os
+import resource
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+
+from trainer.contract import gate
+from trainer.contract.console import Log, show
+
+# TensorFlow's preemption notifier swallows SIGTERM; after this long the program gets SIGKILL.
+STOP_GRACE = 2.0
+
+# This project's own programs wait at the start gate (trainer/contract/gate.py) after their imports.
+GATED_MODULES = frozenset({"trainer.training", "trainer.benchmark.allreduce"})
+
+
+def honours_gate(command: list[str]) -> bool:
+    return (
+        len(command) >= 3
+        and os.path.basename(command[0]).startswith("python")
+        and command[1] == "-m"
+        and command[2] in GATED_MODULES
+    )
+
+
+class Program:
+    """One run of `command`, in a process group of its own so that stopping it reaches its children."""
+
+    def __init__(self, *, command: list[str], environment: dict[str, str], recorder: Log | None):
+        self._command = command
+        self._environment = environment
+        self._recorder = recorder
+        self._process: subprocess.Popen | None = None
+        self._forwarder: threading.Thread | None = None
+        self._started = 0.0
+        # Set by stop(); a program still starting when the signal came is stopped once it exists.
+        self._stop_requested = False
+
+    def start(self, *, variables: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> None:
+        self._process = subprocess.Popen(
+            self._command,
+            env={**self._environment, **(variables or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+            pass_fds=pass_fds,
+        )
+        self._started = time.monotonic()
+        self._forwarder = threading.Thread(target=self._forward, daemon=True, name="forwarder")
+        self._forwarder.start()
+        if self._stop_requested:
+            self.stop()
+
+    @contextlib.contextmanager
+    def held_at_gate(self) -> Iterator[None]:
+        """Starts the program now, held at the start gate while the block runs (the workers meet).
+
+        It imports TensorFlow meanwhile. If the block ends normally the gate opens and the program
+        trains; if it raises, the program ends without ever touching the cluster.
+        """
+        gate_read, gate_write = os.pipe()
+        self.start(variables={gate.VARIABLE: str(gate_read)}, pass_fds=(gate_read,))
+        os.close(gate_read)
+        try:
+            yield
+        except BaseException:
+            os.close(gate_write)  # The program reads the end of the pipe and gives up...
+            self.kill()  # ...or is made to.
+            raise
+        if not self.has_ended():
+            with contextlib.suppress(BrokenPipeError):  # It ended meanwhile: its exit tells why.
+                os.write(gate_write, gate.GO)
+        os.close(gate_write)
+
+    def has_ended(self) -> bool:
+        return self._process is not None and self._process.poll() is not None
+
+    def stop(self) -> None:
+        """SIGTERM to the program's process group, and SIGKILL if it is still there STOP_GRACE later."""
+        self._stop_requested = True
+        process = self._process
+        if process is None:
+            return
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        timer = threading.Timer(STOP_GRACE, _kill_group, args=(process.pid,))
+        timer.daemon = True
+        timer.start()
+
+    def kill(self) -> None:
+        """Ends a program held at the gate at once: it has only been importing, so nothing is lost."""
+        _kill_group(self._process.pid)
+        self.wait()
+
+    def wait(self) -> int:
+        exit_code = self._process.wait()
+        self._forwarder.join()  # Every line it printed is out before the launcher's own.
+        return exit_code
+
+    def usage(self) -> str:
+        """How long the program ran and what it used: what the containers' limits are sized by (compose.yaml)."""
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        # Linux gives the peak resident memory in KiB.
+        return (
+            f"training program used {time.monotonic() - self._started:.1f}s, "
+            f"{usage.ru_utime + usage.ru_stime:.1f} CPU-seconds, peak memory {usage.ru_maxrss / 1024:.0f} MiB"
+        )
+
+    def _forward(self) -> None:
+        for line in self._process.stdout:
+            show(line, self._recorder)
+
+
+def _kill_group(process_group: int) -> None:
+    with contextlib.suppress(ProcessLookupError):  # It ended within the grace period.
+        os.killpg(process_group, signal.SIGKILL)

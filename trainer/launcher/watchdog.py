@@ -1,0 +1,104 @@
+"""Phase 2's guard: while the program trains, enforce the run deadline and watch every peer.
+
+A peer that stops answering, or reports a failed exit, is lost; the program then gets a grace
+period to end on its own (TensorFlow usually fails at once), and is stopped after it. A peer that
+reports a successful exit has finished, and its going away later is no loss.
+"""
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+from trainer.launcher.failures import DeadlineExceeded, LaunchFailure, PeerLost, listing
+from trainer.launcher.peers import CHECK_INTERVAL, PeerWatch
+
+# How often each peer is asked while training runs, once the workers have met.
+HEARTBEAT_INTERVAL = 1.0
+# Missed heartbeats in a row before a peer counts as lost: one slow answer is not a failure.
+HEARTBEAT_MISSES = 3
+# After a peer is lost, how long the program may take to end on its own before it is stopped.
+LOST_PEER_GRACE = 10.0
+FAILED_PEER_GRACE = 5.0
+
+
+class Watchdog:
+    """Runs on a thread of its own from `start()` until it stops the program or is told to `stop()`.
+
+    Once `join()` returns, what it learned is final: `lost` (address: why), `finished` (positions
+    of the peers that ended well) and `failure`, the reason it stopped the program if it did.
+    """
+
+    def __init__(
+        self,
+        *,
+        watches: list[PeerWatch],
+        run_timeout: float,
+        stop_program: Callable[[], None],
+        say: Callable[[str], None],
+    ):
+        self._watches = watches
+        self._run_timeout = run_timeout
+        self._stop_program = stop_program
+        self._say = say
+        self.lost: dict[str, str] = {}
+        self.finished: set[int] = set()
+        self.failure: LaunchFailure | None = None
+        self._run_deadline = math.inf  # Set when it starts, as the program does.
+        self._stop_at = math.inf  # When the program is stopped for a lost peer, once one is lost.
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="watchdog")
+
+    def start(self) -> None:
+        """Starts the run deadline's clock, and slows the peers' watches to a heartbeat."""
+        for watch in self._watches:
+            watch.interval = HEARTBEAT_INTERVAL
+        self._run_deadline = time.monotonic() + self._run_timeout
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    def join(self) -> None:
+        if self._thread.ident is not None:  # Never started: nothing to wait for.
+            self._thread.join()
+
+    def _watch(self) -> None:
+        while not self._stopped.wait(CHECK_INTERVAL):
+            failure = self._failure(time.monotonic())
+            if failure is not None:
+                self.failure = failure
+                self._stop_program()
+                return
+
+    def _failure(self, now: float) -> LaunchFailure | None:
+        """Why the program must be stopped now, if it must."""
+        if now >= self._run_deadline:
+            return DeadlineExceeded(f"still running at the {self._run_timeout:.0f}s run deadline: stopped")
+        for watch in self._watches:
+            self._look_at(watch, now)
+        if now >= self._stop_at:
+            return PeerLost(f"stopped: lost peer(s) {listing(self.lost)}")
+        return None
+
+    def _look_at(self, watch: PeerWatch, now: float) -> None:
+        if watch.address in self.lost or watch.position in self.finished:
+            return
+        seen = watch.latest
+        if seen is None:
+            return
+        if seen.answered and seen.state == "exited 0":
+            self.finished.add(watch.position)
+            watch.stop()  # It is about to vanish, and that is no loss.
+        elif seen.answered and seen.state.startswith("exited"):
+            # A failed peer is gone for good, so the grace is shorter; not zero, because this
+            # worker may be past its last collective and finishing well.
+            self._lose(watch.address, seen.state)
+            self._stop_at = min(self._stop_at, now + FAILED_PEER_GRACE)
+        elif seen.misses >= HEARTBEAT_MISSES:
+            self._lose(watch.address, f"{seen.unavailable} ({seen.misses} heartbeats missed)")
+            self._stop_at = min(self._stop_at, now + LOST_PEER_GRACE)
+
+    def _lose(self, peer: str, reason: str) -> None:
+        self.lost[peer] = reason
+        self._say(f"lost peer {peer}: {reason}")
