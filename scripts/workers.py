@@ -14,11 +14,12 @@ the index taken from Swarm's task slot or the Indexed Job's completion index (tr
 Nothing is written twice, so none of the three can drift from compose.yaml.
 """
 
-import argparse
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+from commandline import Parser, one_of  # scripts/commandline.py: Python puts this file's folder on the path.
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -26,6 +27,7 @@ MAX_WORKERS = 16
 BASE_FILE = "compose.yaml"
 TEMPLATE_SERVICE = "worker-1"
 DEFAULT_WORKERS = 2
+TARGETS = ("compose", "swarm", "kubernetes")
 SINGLE_WORKER_MIN_ACCURACY = 0.7
 
 
@@ -252,22 +254,53 @@ def render_kubernetes(count: int, model: dict) -> str:
     return "".join("---\n" + json.dumps(document, indent=2) + "\n" for document in (service, job, policy))
 
 
-def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("workers", help=f"how many workers (1 to {MAX_WORKERS})")
+EPILOG = f"""\
+examples:
+  scripts/workers.py 4 --output compose.workers.yaml                 # a Compose override
+  docker compose -f compose.yaml -f compose.workers.yaml up --exit-code-from verifier verifier
+  scripts/workers.py 3 --target swarm > stack.yaml                   # a stack: one service, 3 replicas
+  scripts/workers.py 4 --target kubernetes > tfcluster.yaml          # headless Service + Indexed Job
+
+Compose's workers are worker-0 to worker-N-1; Swarm's are worker-1 to worker-N (its task slots),
+Kubernetes' tfcluster-0 to tfcluster-N-1 (the Job's completion index); every index counts from 0.
+scripts/run --workers N renders the Compose override itself. The swarm and kubernetes targets read
+compose.yaml through `docker compose config`, so they need Docker; compose does not.
+
+exit status:
+  0    ok: written
+  1    `docker compose config` failed (swarm and kubernetes only): the traceback says why
+  2    config error: a bad argument, named in one line (N outside 1 to {MAX_WORKERS}, for one)"""
+
+
+def parser() -> Parser:
+    parser = Parser(
+        "workers.py",
+        prog="scripts/workers.py",
+        description=__doc__.split("\n")[0],
+        epilog=EPILOG,
+        value_names={"--target": "a target", "--output": "a file name"},
+    )
+    # Checked in main() rather than by argparse, whose message for a positional would name it by
+    # its metavar rather than say what it is.
+    parser.add_argument("workers", metavar="N", help=f"how many workers, 1 to {MAX_WORKERS}")
     parser.add_argument(
         "--target",
-        choices=("compose", "swarm", "kubernetes"),
+        type=one_of(*TARGETS),
         default="compose",
-        help="what to render for (default: a Compose override)",
+        metavar="{" + ",".join(TARGETS) + "}",
+        help="what to render for (default: compose, an override of compose.yaml)",
     )
     parser.add_argument(
         "--own-trainer",
         action="store_true",
-        help="Compose only: every worker runs the script named by TRAINER_SCRIPT (as compose.byo.yaml)",
+        help="compose only: every worker runs the script named by TRAINER_SCRIPT, as compose.byo.yaml (default: off)",
     )
-    parser.add_argument("--output", "-o", help="write to this file instead of standard output")
-    arguments = parser.parse_args(argv)
+    parser.add_argument("--output", "-o", metavar="FILE", help="write to this file (default: standard output)")
+    return parser
+
+
+def main(argv: list[str]) -> int:
+    arguments = parser().parse_args(argv)
     try:
         count = int(arguments.workers)
         check_count(count)

@@ -8,6 +8,7 @@ import pytest
 
 from tests.conftest import FIXTURES, ROOT, run_python
 from trainer.contract.exitcodes import ExitCode
+from trainer.contract.resultsdir import Recorder, WorkerFiles
 
 LOGS = FIXTURES / "logs"
 
@@ -103,6 +104,46 @@ def test_trainer_rejects_a_bad_training_setting():
     result = run_python("-m", "trainer.training", env=env)
     assert result.returncode == ExitCode.CONFIG_ERROR
     assert result.stderr == "trainer: config error: `TRAIN_EPOCHS` ('x') must be an integer\n"
+    # The same failure for programs: one JSON event on stdout, its reason the line on stderr.
+    assert result.stdout.count("\n") == 1, result.stdout
+    assert json.loads(result.stdout) == {
+        "event": "failed",
+        "exit_code": ExitCode.CONFIG_ERROR,
+        "reason": "trainer: config error: `TRAIN_EPOCHS` ('x') must be an integer",
+    }
+
+
+def test_verify_names_a_failed_worker_by_its_statuss_reason_over_the_words_of_its_log(tmp_path):
+    reason = "lost peer(s) worker-0:12345 (no heartbeat for 10s): training program exited 1"
+    workers = [
+        ("worker-0", ExitCode.OK, (LOGS / "tutorial/worker-0.log").read_text().splitlines(), {}),
+        (
+            "worker-1",
+            ExitCode.PEER_LOST,
+            ["train | epoch:   1/3", "tensorflow.python.framework.errors_impl.UnavailableError: socket closed"],
+            {"reason": reason},
+        ),
+    ]
+    for name, exit_code, lines, details in workers:
+        recorder = Recorder(WorkerFiles(tmp_path, name))
+        for line in lines:
+            recorder.log_line(line + "\n")
+        recorder.finish(exit_code, **details)
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("TF_", "TRAIN_"))}
+    result = run_python(
+        "-m",
+        "trainer.verifier",
+        "--results",
+        str(tmp_path),
+        "--workers",
+        "worker-0,worker-1",
+        "--timeout",
+        "10",
+        env=env,
+    )
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout + result.stderr
+    assert f"  - worker-1: exited 5: {reason}\n" in result.stdout
+    assert "UnavailableError" not in result.stdout
 
 
 @pytest.mark.parametrize("size", ["0", "x", "1.5"])
@@ -116,12 +157,13 @@ def test_allreduce_names_a_bad_size_in_one_line(size):
 @pytest.mark.parametrize(
     ("arguments", "variables", "message"),
     [
-        (["--workers", "0"], {}, "workers.py: the number of workers must be a whole number from 1 to 16, got '0'"),
+        (["--workers", "0"], {}, "run: --workers must be a whole number from 1 to 16, got '0'"),
         (["--workers"], {}, "run: --workers needs a number"),
         (
             ["--bogus"],
             {},
-            "run: unknown argument '--bogus' (usage: scripts/run [--workers N] [--recover] [--network PROFILE])",
+            "run: unknown argument '--bogus' "
+            "(usage: scripts/run [-h] [--workers N] [--recover] [--network PROFILE] [--dry-run])",
         ),
         ([], {"TRAINER_SCRIPT": "no/such/train.py"}, "run: TRAINER_SCRIPT 'no/such/train.py' is not a file"),
     ],

@@ -1,13 +1,8 @@
 #!/usr/bin/env python3
 """Verify a multi-worker training run: every worker exited 0, reported, and agrees.
 
-Examples:
-  verify.py --results /results              # in the Compose project (waits for the workers)
-  verify.py worker-0.log worker-1.log       # saved logs, e.g. of the tutorial's own program
-
-  verify.py --results /results --keeper keeper  # with the keeper of compose.recovery.yaml
-
-Exit status: 0 pass, 7 verification failed, 2 bad arguments (README.md, "Exit codes").
+The `verifier` service runs it as `python -m trainer.verifier --results /results`; on the host,
+scripts/verify runs it on saved logs. Its options and exit codes: `--help`, or docs/commands.md.
 """
 
 import argparse
@@ -19,23 +14,53 @@ from pathlib import Path
 from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
-from trainer.contract.settings import LaunchSettings, restart_limit
+from trainer.contract.settings import KeeperSettings, LaunchSettings
 from trainer.verifier import render, sources
 from trainer.verifier.recovery import from_keeper
 from trainer.verifier.verdict import judge
 
+EPILOG = """\
+examples:
+  scripts/verify worker-0.log worker-1.log              # saved logs, paths from where you are
+  scripts/verify --json --junit verdict.xml logs/*.log  # the verdict as JSON, and as JUnit XML
+  python -m trainer.verifier --results /results --keeper keeper   # the service, with the keeper
+
+exit status:
+  0    ok: every worker exited 0, trained with all its peers and agrees
+  2    config error: a bad argument or setting, named in one line
+  7    verification failed: the table (or the JSON) says why
+  143  terminated: stopped by SIGTERM before a verdict"""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a mistake reported as every config error is: one line, exit 2 (trainer.contract.console)."""
+
+    def error(self, message):
+        sys.exit(config_error("verify", message))
+
 
 def parse_arguments(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("logs", nargs="*", type=Path, help="saved worker logs, one file per worker")
-    parser.add_argument("--results", type=Path, help="the results directory the workers' launchers write to")
+    parser = Parser(
+        prog="scripts/verify",
+        description=f"{__doc__.splitlines()[0]}\nThe verifier service runs it as python -m trainer.verifier.",
+        epilog=EPILOG,
+        # Laid out as the host commands' help is (docs/commands.md), whatever the terminal.
+        formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=100, max_help_position=24),
+        allow_abbrev=False,
+    )
+    parser.add_argument("logs", nargs="*", type=Path, metavar="LOG", help="saved worker logs, one file per worker")
+    parser.add_argument(
+        "--results", type=Path, metavar="DIR", help="the results directory the workers' launchers write to"
+    )
     parser.add_argument(
         "--workers",
+        metavar="NAMES",
         help="the expected workers, comma-separated (default: the hosts of TF_WORKER_HOSTS, or one per log file)",
     )
     parser.add_argument(
         "--timeout",
         type=float,
+        metavar="SECONDS",
         help="seconds to wait for the workers to finish (default: TF_JOIN_TIMEOUT + TF_RUN_TIMEOUT + 30)",
     )
     parser.add_argument(
@@ -44,10 +69,16 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
         help="with --results: wait for the keeper of this name (compose.recovery.yaml) and report its restarts",
     )
     parser.add_argument(
-        "--tolerance", type=float, default=0.0, help="largest absolute metric difference (default 0: exact)"
+        "--tolerance",
+        type=float,
+        default=0.0,
+        metavar="DELTA",
+        help="largest absolute metric difference (default: 0, exact)",
     )
-    parser.add_argument("--json", action="store_true", help="print the verdict as one JSON line instead of a table")
-    parser.add_argument("--junit", type=Path, help="also write the verdict as JUnit XML to this file")
+    parser.add_argument(
+        "--json", action="store_true", help="print the verdict as one JSON line instead of a table (default: off)"
+    )
+    parser.add_argument("--junit", type=Path, metavar="FILE", help="also write the verdict as JUnit XML to this file")
     arguments = parser.parse_args(argv)
     if bool(arguments.logs) == bool(arguments.results):
         parser.error("give either --results DIR or log files, not both or neither")
@@ -82,7 +113,7 @@ def main(argv: list[str]) -> int:
         # The workers' own deadlines bound the wait: a worker not started by the end of the join
         # deadline never will be, and none outlives its run deadline.
         launch = LaunchSettings.from_env(os.environ)
-        limit = restart_limit(os.environ)
+        limit = KeeperSettings.from_env(os.environ).restart_limit
     except ValueError as error:
         return config_error("verify", str(error))
     recovery = None

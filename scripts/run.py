@@ -1,0 +1,433 @@
+#!/usr/bin/env python3
+"""The main job, behind scripts/run: set up what is missing, train the cluster, print the verdict.
+
+Everything is parsed and checked before anything starts, so that a typo costs nothing: the
+arguments, how they combine, and TRAINER_SCRIPT. Then, from the project's root:
+
+  1. compose.workers.yaml, for a number of workers other than compose.yaml's two (scripts/workers.py)
+  2. scripts/setup (Compose v2, base images, wheelhouse, images; quick when nothing is missing)
+  3. docker compose down, so that the run starts clean
+  4. docker compose up ... --exit-code-from verifier verifier: the workers' logs and the verdict
+  5. docker compose stop, for a worker that outlives the verdict
+
+with COMPOSE_FILE naming the files that make up this cluster. The exit status is the verifier's.
+Host only and standard library only: it must run on a machine with nothing but python3 and Docker.
+"""
+
+import argparse
+import contextlib
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import NoReturn
+
+import workers  # scripts/workers.py: Python puts this file's folder on the path.
+from commandline import BAD_ARGUMENTS, Parser, one_of, whole_number  # scripts/commandline.py, the same way.
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROFILES = ("lan", "wan", "lossy", "thin")
+BASE_FILE = workers.BASE_FILE
+OWN_TRAINER_FILE = "compose.byo.yaml"
+WORKERS_FILE = "compose.workers.yaml"
+RECOVERY_FILE = "compose.recovery.yaml"
+NETWORK_FILE = "compose.network.yaml"
+SETUP = "scripts/setup"
+# The Compose commands of a run, in order. `down` first: an earlier run's containers (their logs)
+# and volumes would otherwise be reused, volumes with the options they were created with.
+DOWN = ("docker", "compose", "down", "--volumes", "--remove-orphans", "--timeout", "1")
+# Workers' logs and the verdict together; only the verifier's exit ends the run (a plain
+# `--exit-code-from` without the service name would stop every worker when the first one exits).
+UP = (
+    "docker",
+    "compose",
+    "up",
+    "--remove-orphans",
+    "--attach-dependencies",
+    "--exit-code-from",
+    "verifier",
+    "verifier",
+)
+# A worker can outlive the verdict (for example one still waiting for a peer that failed).
+STOP = ("docker", "compose", "stop", "--timeout", "5")
+
+DESCRIPTION = """\
+Sets up what is missing (scripts/setup), trains the cluster and prints the verdict: every worker
+is a container of its own on a private network, and the verifier checks that all of them finished
+the same synchronized training. Arguments are checked before anything starts."""
+
+EPILOG = f"""\
+environment:
+  TRAINER_SCRIPT        your own training script, run by every worker instead of the built-in
+                        trainer (compose.byo.yaml); a path from where you are (default: unset)
+  EXTRA_REQUIREMENTS    your trainer's own packages, installed in the image (scripts/setup --help)
+  TRAIN_*, TF_*         the training and cluster settings, e.g. TRAIN_EPOCHS=5 (docs/settings.md)
+  COMPOSE_PROJECT_NAME  the Compose project to run as (default: compose.yaml's name, tfcluster)
+
+examples:
+  scripts/run                          # the two workers of compose.yaml
+  scripts/run --workers 4 --recover    # four workers; a failure restarts them all
+  TRAINER_SCRIPT=./train.py scripts/run --network wan --dry-run   # what it would do, not done
+
+exit status (the verifier's, once the cluster has run):
+  0    ok: every worker exited 0, trained with all its peers and agrees
+  2    config error: a bad argument or setting, named in one line (nothing was started), or
+       scripts/setup could not proceed (Docker missing or not running)
+  7    verification failed: the verifier's table says why
+  143  terminated: the verifier was stopped before a verdict
+  any other: set-up, Docker or Compose failed, and said why
+
+Worker names are worker-0 to worker-N-1 (worker-0 is the chief). At most {workers.MAX_WORKERS} workers."""
+
+
+def parser() -> Parser:
+    parser = Parser(
+        "run",
+        prog="scripts/run",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        value_names={"--workers": "a number", "--network": "a profile"},
+    )
+    parser.add_argument(
+        "--workers",
+        type=whole_number(1, workers.MAX_WORKERS),
+        default=workers.DEFAULT_WORKERS,
+        metavar="N",
+        help=f"how many workers, 1 to {workers.MAX_WORKERS} (default: {workers.DEFAULT_WORKERS}, compose.yaml's "
+        "own); another number is rendered into compose.workers.yaml by scripts/workers.py",
+    )
+    parser.add_argument(
+        "--recover",
+        action="store_true",
+        help="add the keeper (compose.recovery.yaml): after a failure it restarts the whole cluster, "
+        "which resumes from the last checkpoint (default: off)",
+    )
+    parser.add_argument(
+        "--network",
+        type=one_of(*PROFILES),
+        metavar="PROFILE",
+        help=f"shape the links between the two workers: {', '.join(PROFILES[:-1])} or {PROFILES[-1]} "
+        "(compose.network.yaml; default: none, unshaped); not with --workers or --recover",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print what would be done (the Compose files, the project, each worker's settings, what "
+        "would be built) and exit 0; nothing is set up, built, written or started (default: off)",
+    )
+    return parser
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One run, checked: what it is made of, before anything is done."""
+
+    worker_count: int
+    recover: bool
+    profile: str | None
+    # Absolute, since Compose resolves a relative one from the project, not from where the user is.
+    trainer_script: str | None
+
+    @property
+    def names(self) -> list[str]:
+        return workers.worker_names(self.worker_count)
+
+    @property
+    def renders_workers(self) -> bool:
+        return self.worker_count != workers.DEFAULT_WORKERS
+
+    def override(self) -> str | None:
+        """compose.workers.yaml's text, for a number of workers other than compose.yaml's."""
+        if not self.renders_workers:
+            return None
+        return workers.render(self.worker_count, own_trainer=self.trainer_script is not None)
+
+    @property
+    def files(self) -> list[str]:
+        # compose.workers.yaml brings your own trainer itself (an override cannot extend a
+        # service of another override); with compose.yaml's two, compose.byo.yaml does.
+        if self.renders_workers:
+            files = [BASE_FILE, WORKERS_FILE]
+        elif self.trainer_script:
+            files = [BASE_FILE, OWN_TRAINER_FILE]
+        else:
+            files = [BASE_FILE]
+        if self.recover:
+            files.append(RECOVERY_FILE)
+        if self.profile:
+            files.append(NETWORK_FILE)
+        return files
+
+    def environment(self) -> dict[str, str]:
+        """What the set-up and Compose get on top of the user's environment."""
+        # Set in every case, so that a COMPOSE_FILE exported for an earlier cluster is not what runs.
+        environment = {"COMPOSE_FILE": ":".join(self.files)}
+        if self.trainer_script:
+            environment["TRAINER_SCRIPT"] = self.trainer_script
+        if self.profile:
+            environment["TF_NETWORK_PROFILE"] = self.profile
+        return environment
+
+
+def make_plan(arguments: argparse.Namespace, environ, fail: Callable[[str], NoReturn]) -> Plan:
+    """The run the arguments ask for, or `fail` (one line, exit 2) if they cannot go together."""
+    if arguments.network:
+        if arguments.workers != workers.DEFAULT_WORKERS:
+            fail(f"--network shapes the two workers of compose.yaml; not with --workers {arguments.workers}")
+        # A shaper lives in its worker's network namespace, which a restarted worker does not keep.
+        if arguments.recover:
+            fail("--network and --recover do not go together (a restarted worker loses its shaper)")
+    trainer_script = environ.get("TRAINER_SCRIPT") or None
+    if trainer_script:
+        # From where the user is, not from the project, which Compose resolves paths from.
+        if not os.path.isfile(trainer_script):
+            fail(f"TRAINER_SCRIPT {trainer_script!r} is not a file")
+        trainer_script = os.path.realpath(trainer_script)
+    return Plan(arguments.workers, arguments.recover, arguments.network, trainer_script)
+
+
+# -- The run ------------------------------------------------------------------------------------
+
+
+def execute(plan: Plan) -> int:
+    environment = {**os.environ, **plan.environment()}
+    override = plan.override()
+    if override is not None:
+        # Before the set-up, as always: a file that cannot be written should cost no set-up.
+        try:
+            (ROOT / WORKERS_FILE).write_text(override, encoding="utf-8")
+        except OSError as error:
+            print(f"run: cannot write {WORKERS_FILE}: {error.strerror}", file=sys.stderr)
+            return BAD_ARGUMENTS
+    setup = subprocess.run([str(ROOT / SETUP)], cwd=ROOT, env=environment)
+    if setup.returncode != 0:
+        return exit_status(setup.returncode)
+    quiet = {"cwd": ROOT, "env": environment, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    subprocess.run(DOWN, **quiet)
+    with interrupts_left_to_compose():
+        verdict = subprocess.run(UP, cwd=ROOT, env=environment)
+    subprocess.run(STOP, **quiet)
+    return exit_status(verdict.returncode)
+
+
+@contextlib.contextmanager
+def interrupts_left_to_compose():
+    """Ctrl-C reaches Compose as well (one process group): it stops the containers and exits, and
+    this script then stops what is left and reports the status, as the shell version did."""
+    # A handler, not SIG_IGN, which Compose would inherit; a handler is reset in the child by exec.
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def exit_status(returncode: int) -> int:
+    # A process ended by a signal is 128 + the signal, as a shell reports it.
+    return 128 - returncode if returncode < 0 else returncode
+
+
+# -- The dry run --------------------------------------------------------------------------------
+
+# A Compose variable: ${NAME}, ${NAME:-default} or ${NAME-default} (the others are shown as
+# their value alone), $NAME, or $$ for a dollar sign.
+VARIABLE = re.compile(r"\$\$|\$\{(?P<name>\w+)(?:(?P<operator>:?[-?])(?P<argument>[^}]*))?\}|\$(?P<bare>\w+)")
+SETTING = re.compile(r"^\s+((?:TF|TRAIN)_[A-Z0-9_]+): (.*)$", re.MULTILINE)
+
+
+def describe(plan: Plan, environ) -> str:
+    """What the run would do, as text; reads the Compose files and .env, and calls nothing."""
+    variables = {**dotenv(ROOT / ".env"), **environ, **plan.environment()}
+    texts = {name: (ROOT / name).read_text(encoding="utf-8") for name in plan.files if name != WORKERS_FILE}
+    override = plan.override()
+    if override is not None:
+        texts[WORKERS_FILE] = override
+    project, project_source = project_name(texts, variables)
+    image = interpolate(first_image(texts[BASE_FILE]), variables)
+    shaper_image = interpolate(first_image((ROOT / NETWORK_FILE).read_text(encoding="utf-8")), variables)
+    hosts = ",".join(plan.names)
+    waited_for = plan.names + (["the keeper"] if plan.recover else [])
+
+    lines = [
+        f"scripts/run {shlex.join(arguments_of(plan))}: what it would do; nothing is set up, built, written or "
+        "started.",
+        "",
+        f"compose files  {':'.join(plan.files)} (COMPOSE_FILE)",
+        f"project        {project} ({project_source})",
+        f"set-up         {SETUP}: Compose v2 if missing, the base images, docker/wheels, then a build of",
+        f"               {image} (worker-0) and {shaper_image} (shaper-0)",
+    ]
+    if plan.renders_workers:
+        own = " --own-trainer" if plan.trainer_script else ""
+        lines.append(f"rendered       {WORKERS_FILE}, by scripts/workers.py {plan.worker_count}{own}")
+    if plan.trainer_script:
+        where = WORKERS_FILE if plan.renders_workers else OWN_TRAINER_FILE
+        lines.append(f"trainer        {plan.trainer_script}, read-only at /user/train.py on every worker ({where})")
+    else:
+        lines.append("trainer        the built-in one, python -m trainer.training")
+    if plan.profile:
+        shapers = ", ".join(f"shaper-{index}" for index in range(plan.worker_count))
+        lines.append(f"network        profile {plan.profile}, applied and measured by {shapers}")
+    else:
+        lines.append("network        not shaped")
+    if plan.recover:
+        limit = interpolate(declared(texts[RECOVERY_FILE], "TF_RESTART_LIMIT"), variables)
+        lines.append(f"recovery       the keeper restarts the whole cluster after a failure, {limit} times at most")
+        lines.append(f"               (TF_RESTART_LIMIT={limit}, compose.recovery.yaml)")
+    else:
+        lines.append("recovery       none: a failure ends the run")
+    lines.append(f"verdict        the verifier's, once it has heard from {', '.join(waited_for)}")
+
+    width = max(len(name) for name in plan.names) + 2
+    lines += ["", f"{'workers':<{width + 2}}TF_TASK_INDEX  TF_WORKER_HOSTS"]
+    lines += [f"  {name:<{width}}{index:<15}{hosts}" for index, name in enumerate(plan.names)]
+    lines.append("settings of every worker (compose.yaml's defaults, unless your environment or .env sets them):")
+    lines += [f"  {key}={shlex.quote(value)}" for key, value in worker_settings(plan, texts, variables).items()]
+
+    lines += ["", "commands, from the project's root, with the COMPOSE_FILE above:"]
+    if override is not None:
+        lines.append(f"  write {WORKERS_FILE}")
+    lines += [f"  {SETUP}", *(f"  {shlex.join(command)}" for command in (DOWN, UP, STOP))]
+    lines.append("exit status: the verifier's (scripts/run --help)")
+
+    lines += ["", "The whole model Compose would run (this calls Docker, but builds and starts nothing):"]
+    if override is not None:
+        own = " --own-trainer" if plan.trainer_script else ""
+        lines.append(f"  python3 scripts/workers.py {plan.worker_count}{own} --output {WORKERS_FILE}")
+    assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in plan.environment().items())
+    lines.append(f"  {assignments} docker compose config")
+    return "\n".join(lines) + "\n"
+
+
+def arguments_of(plan: Plan) -> list[str]:
+    """The options that ask for this plan, in the order of --help."""
+    arguments = []
+    if plan.renders_workers:
+        arguments += ["--workers", str(plan.worker_count)]
+    if plan.recover:
+        arguments.append("--recover")
+    if plan.profile:
+        arguments += ["--network", plan.profile]
+    return [*arguments, "--dry-run"]
+
+
+def worker_settings(plan: Plan, texts: dict[str, str], variables: dict[str, str]) -> dict[str, str]:
+    """The TF_* and TRAIN_* settings every worker gets, but its index and host list (shown apart).
+
+    From compose.yaml's two blocks that every worker merges (`&cluster`, `&worker-environment`),
+    then what compose.workers.yaml adds for all; interpolated as Compose would.
+    """
+    declarations = anchored_block(texts[BASE_FILE], "cluster") + anchored_block(texts[BASE_FILE], "worker-environment")
+    declarations += texts.get(WORKERS_FILE, "")
+    shown_apart = {"TF_TASK_INDEX", "TF_WORKER_HOSTS"}
+    settings = {
+        key: interpolate(unquote(value), variables)
+        for key, value in SETTING.findall(declarations)
+        if key not in shown_apart
+    }
+    if plan.profile:
+        settings["TF_NETWORK_PROFILE"] = plan.profile
+    return settings
+
+
+def anchored_block(text: str, anchor: str) -> str:
+    """The lines under the YAML key that defines `&anchor` (those indented deeper than it)."""
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        if re.search(rf"&{re.escape(anchor)}\s*$", line):
+            indent = len(line) - len(line.lstrip())
+            block = []
+            for inner in lines[number + 1 :]:
+                if inner.strip() and len(inner) - len(inner.lstrip()) <= indent:
+                    break
+                block.append(inner)
+            return "\n".join(block) + "\n"
+    raise LookupError(f"{BASE_FILE} has no block anchored &{anchor}; scripts/run.py's dry run reads it")
+
+
+def declared(text: str, name: str) -> str:
+    """The value a Compose file gives the setting `name` (its first declaration)."""
+    match = re.search(rf"^\s+{re.escape(name)}: (.*)$", text, re.MULTILINE)
+    if not match:
+        raise LookupError(f"no {name} in the Compose file; scripts/run.py's dry run reads it")
+    return unquote(match.group(1))
+
+
+def first_image(text: str) -> str:
+    match = re.search(r"^\s+image: (\S+)\s*$", text, re.MULTILINE)
+    if not match:
+        raise LookupError("no image: in the Compose file; scripts/run.py's dry run reads it")
+    return match.group(1)
+
+
+def project_name(texts: dict[str, str], variables: dict[str, str]) -> tuple[str, str]:
+    """Compose's project name and where it comes from, by Compose's own precedence."""
+    if variables.get("COMPOSE_PROJECT_NAME"):
+        return variables["COMPOSE_PROJECT_NAME"], "COMPOSE_PROJECT_NAME"
+    for name, text in reversed(texts.items()):
+        match = re.search(r"^name: (\S+)\s*$", text, re.MULTILINE)
+        if match:
+            return interpolate(unquote(match.group(1)), variables), f"{name}'s name"
+    return ROOT.name, "the project's folder"
+
+
+def interpolate(text: str, variables: dict[str, str]) -> str:
+    def replace(match: re.Match) -> str:
+        if match.group(0) == "$$":
+            return "$"
+        value = variables.get(match["name"] or match["bare"])
+        operator = match["operator"] or ""
+        missing = value is None or (operator.startswith(":") and value == "")
+        if operator.endswith("-") and missing:
+            return match["argument"]
+        return value or ""
+
+    return VARIABLE.sub(replace, text)
+
+
+def unquote(value: str) -> str:
+    value = value.strip()
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+        return value[1:-1]
+    return re.sub(r"\s+#.*$", "", value)
+
+
+def dotenv(path: Path) -> dict[str, str]:
+    """The variables of Compose's .env file, which it reads for interpolation (the environment wins)."""
+    if not path.is_file():
+        return {}
+    variables = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        key, equals, value = line.strip().partition("=")
+        if equals and key and not key.startswith("#"):
+            variables[key.strip()] = unquote(value)
+    return variables
+
+
+def main(argv: list[str]) -> int:
+    command_line = parser()
+    arguments = command_line.parse_args(argv)
+    plan = make_plan(arguments, os.environ, command_line.fail)
+    if arguments.dry_run:
+        try:
+            sys.stdout.write(describe(plan, os.environ))
+        except LookupError as error:
+            # compose.yaml no longer laid out as the dry run reads it: a bug of this script's.
+            print(f"run: --dry-run: {error}", file=sys.stderr)
+            return 1
+        return 0
+    return execute(plan)
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except KeyboardInterrupt:
+        # Ctrl-C outside the run itself (in the set-up, say): its output has said enough.
+        sys.exit(128 + signal.SIGINT)

@@ -1,0 +1,379 @@
+"""The host commands' front door: --help, bad arguments, `scripts/run --dry-run`, docs/commands.md.
+
+Every command runs from a copy of the project with a fake `docker` first on PATH, which records
+any call and fails: so a command that reached for Docker, set anything up, or wrote a file is
+caught, and the real project (its .venv, images and containers) is never touched.
+"""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import commands_doc  # scripts/commands_doc.py: pytest puts scripts/ on the path (pyproject.toml).
+import pytest
+import run  # scripts/run.py, the same way.
+import workers  # scripts/workers.py, the same way.
+
+from tests.conftest import ROOT
+from trainer.contract.exitcodes import ExitCode
+
+COMMANDS = [command for command, _purpose in commands_doc.COMMANDS]
+COPIED = ["scripts", "trainer", "compose.yaml", "compose.byo.yaml", "compose.recovery.yaml", "compose.network.yaml"]
+FAKE_DOCKER = """#!/bin/sh
+echo "docker $*" >> "{calls}"
+exit 99
+"""
+
+
+class Sandbox:
+    """A copy of the project's commands, run with a fake docker; it notes what they touched."""
+
+    def __init__(self, base: Path):
+        self.root = base / "project"
+        for name in COPIED:
+            source, target = ROOT / name, self.root / name
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+        self.calls = base / "docker-calls"
+        fake = base / "bin" / "docker"
+        fake.parent.mkdir()
+        fake.write_text(FAKE_DOCKER.format(calls=self.calls))
+        fake.chmod(0o755)
+        # Only what the commands need, so that no setting of the machine running the tests
+        # (TRAIN_EPOCHS, COMPOSE_FILE, TRAINER_SCRIPT, ...) changes what they print.
+        self.environment = {
+            "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
+            "HOME": str(base),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "COLUMNS": commands_doc.COLUMNS,
+        }
+        self.before = self.files()
+
+    def files(self) -> set[str]:
+        return {str(path.relative_to(self.root)) for path in self.root.rglob("*")}
+
+    def run(self, command: str, *arguments: str, cwd: Path | None = None, **variables: str):
+        return subprocess.run(
+            [str(self.root / command), *arguments],
+            cwd=cwd or self.root,
+            env={**self.environment, **variables},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def assert_untouched(self) -> None:
+        assert not self.calls.exists(), f"Docker was called: {self.calls.read_text()}"
+        assert self.files() == self.before, f"files appeared or went: {self.files() ^ self.before}"
+
+
+@pytest.fixture
+def sandbox(tmp_path) -> Sandbox:
+    return Sandbox(tmp_path)
+
+
+# -- --help ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_answers_help_at_once_and_touches_nothing(sandbox, command, flag):
+    result = sandbox.run(command, flag)
+    assert result.returncode == ExitCode.OK, result.stderr
+    assert result.stdout.startswith("usage: "), result.stdout
+    assert result.stderr == ""
+    sandbox.assert_untouched()
+    # No virtual environment made on the way (scripts/test's .venv, scripts/benchmark's .venv-bench).
+    assert not (sandbox.root / ".venv").exists() and not (sandbox.root / ".venv-bench").exists()
+
+
+def test_help_comes_first_wherever_it_is_among_the_arguments(sandbox):
+    for command, arguments in [
+        ("scripts/run", ["--worker", "3", "--help"]),
+        ("scripts/partition", ["worker-1", "--now", "-h"]),
+        ("scripts/benchmark", ["--runs", "0", "--help"]),
+        ("scripts/setup", ["--bogus", "--help"]),
+        ("scripts/test", ["tests/unit", "-x", "--help"]),
+    ]:
+        result = sandbox.run(command, *arguments)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.startswith(f"usage: {command} [-h]"), result.stdout
+    sandbox.assert_untouched()
+
+
+def test_scripts_test_says_its_arguments_go_to_pytest(sandbox):
+    text = sandbox.run("scripts/test", "--help").stdout
+    assert "passed to pytest" in text
+    assert "scripts/test tests/unit -q" in text
+    assert "scripts/test -- --help" in text
+
+
+def exit_status_section(text: str) -> list[tuple[int, str]]:
+    """The (code, meaning) lines under the help's `exit status` heading."""
+    section = re.search(r"^exit status.*?:\n((?:  .*\n?)+)", text, re.MULTILINE)
+    assert section, "no `exit status` section"
+    return [(int(code), meaning) for code, meaning in re.findall(r"^  (\d+)\s+(.*)$", section.group(1), re.MULTILINE)]
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_help_has_examples_and_its_exit_codes(sandbox, command):
+    text = sandbox.run(command, "--help").stdout
+    assert re.search(r"^examples:\n  scripts/", text, re.MULTILINE), "no examples"
+    codes = [code for code, _meaning in exit_status_section(text)]
+    assert codes[0] == ExitCode.OK and ExitCode.CONFIG_ERROR in codes
+
+
+@pytest.mark.parametrize("command", [command for command in COMMANDS if command != "scripts/test"])
+def test_exit_codes_are_named_as_in_the_contract(sandbox, command):
+    # scripts/test's are pytest's own; every other command says each shared code in the same words.
+    for code, meaning in exit_status_section(sandbox.run(command, "--help").stdout):
+        if code in set(ExitCode):
+            assert meaning.startswith(ExitCode(code).name.lower().replace("_", " ")), (code, meaning)
+
+
+def test_scripts_benchmark_prints_benchmark_pys_own_help(sandbox):
+    # The wrapper hands --help to benchmark.py itself (run by python3: nothing third-party is
+    # imported at its top), so the two cannot drift.
+    wrapper = sandbox.run("scripts/benchmark", "--help")
+    direct = subprocess.run(
+        [sys.executable, str(sandbox.root / "scripts" / "benchmark.py"), "--help"],
+        env=sandbox.environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert wrapper.stdout == direct.stdout
+
+
+def test_scripts_benchmark_accepts_every_option_of_benchmark_py(sandbox):
+    # The wrapper checks benchmark.py's arguments before the set-up: it must know the same options.
+    # Each known one is followed by a bad one, so that nothing ever gets past the check.
+    text = sandbox.run("scripts/benchmark", "--help").stdout
+    options = re.findall(r"^  (--[a-z-]+)( N)?", text, re.MULTILINE)
+    assert {option for option, _ in options} == {"--runs", "--network", "--steps"}
+    for option, takes_a_number in options:
+        result = sandbox.run("scripts/benchmark", option, *(["2"] if takes_a_number else []), "--not-an-option")
+        assert result.returncode == 2
+        assert result.stderr.startswith("benchmark: unknown argument '--not-an-option'"), result.stderr
+    sandbox.assert_untouched()
+
+
+# -- docs/commands.md -----------------------------------------------------------------------------
+
+
+def test_the_commands_page_is_what_the_commands_print(sandbox, monkeypatch):
+    # Rendered from the project itself (each --help is shown above to touch nothing), with the
+    # fake docker first on PATH all the same.
+    monkeypatch.setenv("PATH", sandbox.environment["PATH"])
+    assert (ROOT / "docs" / "commands.md").read_text() == commands_doc.render(), (
+        "docs/commands.md is out of date: python3 scripts/commands_doc.py"
+    )
+    assert not sandbox.calls.exists()
+
+
+def test_every_option_of_the_python_parsers_is_on_the_commands_page():
+    page = (ROOT / "docs" / "commands.md").read_text()
+    for parser in (run.parser(), workers.parser()):
+        for option in parser.option_strings():
+            assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", page), option
+
+
+# -- Bad arguments --------------------------------------------------------------------------------
+
+BAD_ARGUMENTS = [
+    ("scripts/run", ["--worker", "3"], {}, ["'--worker'", "did you mean --workers?"]),
+    ("scripts/run", ["--workers", "17"], {}, ["--workers", "1 to 16", "'17'"]),
+    ("scripts/run", ["--workers", "0"], {}, ["--workers", "'0'"]),
+    ("scripts/run", ["--workers"], {}, ["run: --workers needs a number"]),
+    ("scripts/run", ["--network", "moon"], {}, ["--network 'moon' must be one of lan, wan, lossy, thin"]),
+    ("scripts/run", ["--network", "wna"], {}, ["'wna'", "did you mean wan?"]),
+    ("scripts/run", ["--network", "wan", "--workers", "3"], {}, ["--network", "not with --workers 3"]),
+    ("scripts/run", ["--network", "lan", "--recover"], {}, ["--network and --recover do not go together"]),
+    ("scripts/run", ["--dry-run", "--recover=yes"], {}, ["--recover takes no value, got 'yes'"]),
+    ("scripts/run", ["--bogus"], {}, ["'--bogus'", "usage: scripts/run [-h] [--workers N]"]),
+    ("scripts/run", ["4"], {}, ["unknown argument '4'"]),
+    ("scripts/run", ["--dry-run"], {"TRAINER_SCRIPT": "no/such/train.py"}, ["TRAINER_SCRIPT 'no/such/train.py'"]),
+    ("scripts/partition", ["--bogus"], {}, ["partition: unknown argument '--bogus'"]),
+    ("scripts/partition", ["worker-x"], {}, ["partition: 'worker-x' is not a worker's name (worker-N)"]),
+    ("scripts/partition", ["worker-1", "--now"], {}, ["partition: unknown argument '--now'"]),
+    ("scripts/partition", [], {}, ["partition: usage: scripts/partition WORKER [--heal]"]),
+    ("scripts/setup", ["--bogus"], {}, ["setup: unknown argument '--bogus'"]),
+    ("scripts/benchmark", ["--bogus"], {}, ["benchmark: unknown argument '--bogus'"]),
+    ("scripts/benchmark", ["--run", "5"], {}, ["'--run'", "did you mean --runs?"]),
+    ("scripts/benchmark", ["--runs", "0"], {}, ["--runs must be a whole number, at least 1, got '0'"]),
+    ("scripts/workers.py", ["0"], {}, ["workers.py: the number of workers must be a whole number from 1 to 16"]),
+    ("scripts/workers.py", [], {}, ["workers.py: N is missing"]),
+    ("scripts/workers.py", ["3", "--target", "kubernets"], {}, ["'kubernets'", "did you mean kubernetes?"]),
+    ("scripts/workers.py", ["3", "--bogus"], {}, ["workers.py: unknown argument '--bogus'"]),
+    ("scripts/workers.py", ["3", "--output"], {}, ["workers.py: --output needs a file name"]),
+]
+
+
+def bad_argument_cases():
+    for command, arguments, variables, expected in BAD_ARGUMENTS:
+        yield pytest.param(command, arguments, variables, expected, id=" ".join([command, *arguments]))
+    yield pytest.param(
+        "scripts/verify",
+        ["--timeout", "0", "x.log"],
+        {},
+        ["--timeout"],
+        id="verify --timeout 0",
+    )
+
+
+@pytest.mark.parametrize(("command", "arguments", "variables", "expected"), list(bad_argument_cases()))
+def test_a_bad_argument_is_one_line_naming_it_and_exit_2(sandbox, command, arguments, variables, expected):
+    result = sandbox.run(command, *arguments, **variables)
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    for text in expected:
+        assert text in result.stderr
+    sandbox.assert_untouched()
+
+
+# -- scripts/run --dry-run ------------------------------------------------------------------------
+
+
+def test_the_dry_run_of_the_default_cluster(sandbox):
+    result = sandbox.run("scripts/run", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    text = result.stdout
+    assert "compose files  compose.yaml (COMPOSE_FILE)\n" in text
+    assert "project        tfcluster (compose.yaml's name)\n" in text
+    assert "tfcluster:latest (worker-0) and tfcluster-shaper:latest (shaper-0)" in text
+    assert re.search(r"^  worker-0 +0 +worker-0,worker-1$", text, re.MULTILINE)
+    assert re.search(r"^  worker-1 +1 +worker-0,worker-1$", text, re.MULTILINE)
+    assert "  TRAIN_EPOCHS=3\n" in text and "  TF_JOIN_TIMEOUT=60\n" in text
+    # Exactly the commands of a real run, in order.
+    assert (
+        "  scripts/setup\n"
+        "  docker compose down --volumes --remove-orphans --timeout 1\n"
+        "  docker compose up --remove-orphans --attach-dependencies --exit-code-from verifier verifier\n"
+        "  docker compose stop --timeout 5\n"
+    ) in text
+    assert "COMPOSE_FILE=compose.yaml docker compose config" in text
+    sandbox.assert_untouched()
+
+
+def test_the_dry_run_of_three_workers_with_recovery(sandbox):
+    result = sandbox.run("scripts/run", "--workers", "3", "--recover", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "compose files  compose.yaml:compose.workers.yaml:compose.recovery.yaml (COMPOSE_FILE)\n" in text
+    assert "rendered       compose.workers.yaml, by scripts/workers.py 3\n" in text
+    for index in range(3):
+        assert re.search(rf"^  worker-{index} +{index} +worker-0,worker-1,worker-2$", text, re.MULTILINE)
+    assert "(TF_RESTART_LIMIT=3, compose.recovery.yaml)" in text
+    assert "worker-0, worker-1, worker-2, the keeper" in text
+    assert "  write compose.workers.yaml\n  scripts/setup\n" in text
+    # A dry run writes nothing, compose.workers.yaml included.
+    sandbox.assert_untouched()
+
+
+def test_the_dry_run_shows_your_settings_script_and_profile(sandbox, tmp_path):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "train.py").write_text("print('training')\n")
+    result = sandbox.run(
+        "scripts/run",
+        "--network",
+        "wan",
+        "--dry-run",
+        cwd=elsewhere,
+        TRAINER_SCRIPT="train.py",
+        TRAIN_EPOCHS="5",
+        COMPOSE_PROJECT_NAME="tfc-mine",
+    )
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "compose files  compose.yaml:compose.byo.yaml:compose.network.yaml (COMPOSE_FILE)\n" in text
+    assert "project        tfc-mine (COMPOSE_PROJECT_NAME)\n" in text
+    # The script's path is taken from where the user is, and made absolute for Compose.
+    assert f"trainer        {elsewhere.resolve() / 'train.py'}, read-only at /user/train.py" in text
+    assert "network        profile wan, applied and measured by shaper-0, shaper-1\n" in text
+    assert "  TRAIN_EPOCHS=5\n" in text and "  TF_NETWORK_PROFILE=wan\n" in text
+    sandbox.assert_untouched()
+
+
+def test_the_dry_run_of_one_worker_shows_its_own_pass_mark(sandbox):
+    text = sandbox.run("scripts/run", "--workers", "1", "--dry-run").stdout
+    assert re.search(r"^  worker-0 +0 +worker-0$", text, re.MULTILINE)
+    assert f"  TRAIN_MIN_ACCURACY={workers.SINGLE_WORKER_MIN_ACCURACY}\n" in text
+
+
+# -- scripts/run's real run, with every command recorded instead of run ---------------------------
+
+
+class Recorder:
+    """Stands in for subprocess.run in scripts/run.py: records each command, returns set codes."""
+
+    def __init__(self, codes: dict[str, int]):
+        self.codes = codes
+        self.commands: list[tuple[tuple[str, ...], dict]] = []
+
+    def __call__(self, command, **options):
+        self.commands.append((tuple(command), options))
+        key = "setup" if command[0].endswith("scripts/setup") else command[2]
+        return subprocess.CompletedProcess(command, self.codes.get(key, 0))
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    def start(argv, codes=None, **variables):
+        recorder = Recorder(codes or {})
+        monkeypatch.setattr(run, "ROOT", tmp_path)
+        monkeypatch.setattr(run.subprocess, "run", recorder)
+        for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        return run.main(argv), recorder
+
+    return start
+
+
+def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_path):
+    status, recorder = recorded(["--workers", "3", "--recover"], codes={"up": 7})
+    assert status == 7
+    assert [command for command, _ in recorder.commands] == [
+        (str(tmp_path / "scripts" / "setup"),),
+        run.DOWN,
+        run.UP,
+        run.STOP,
+    ]
+    for _command, options in recorder.commands:
+        assert options["cwd"] == tmp_path
+        assert options["env"]["COMPOSE_FILE"] == "compose.yaml:compose.workers.yaml:compose.recovery.yaml"
+    # The verifier's output is the user's; down's and stop's are not.
+    assert "stdout" not in recorder.commands[2][1]
+    assert recorder.commands[1][1]["stdout"] == recorder.commands[3][1]["stdout"] == subprocess.DEVNULL
+    assert (tmp_path / "compose.workers.yaml").read_text() == workers.render(3)
+
+
+def test_a_failed_setup_ends_the_run_with_its_status(recorded):
+    status, recorder = recorded([], codes={"setup": 2})
+    assert status == 2
+    assert len(recorder.commands) == 1
+
+
+def test_a_verifier_ended_by_a_signal_is_reported_as_a_shell_would(recorded):
+    status, _recorder = recorded([], codes={"up": -15})
+    assert status == ExitCode.TERMINATED
+
+
+def test_your_own_trainer_and_a_profile_reach_compose(recorded, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("")
+    _status, recorder = recorded(["--network", "thin"], TRAINER_SCRIPT=str(script))
+    environment = recorder.commands[0][1]["env"]
+    assert environment["COMPOSE_FILE"] == "compose.yaml:compose.byo.yaml:compose.network.yaml"
+    assert environment["TRAINER_SCRIPT"] == str(script.resolve())
+    assert environment["TF_NETWORK_PROFILE"] == "thin"
