@@ -2,9 +2,11 @@
 """The main job, behind scripts/run: set up what is missing, train the cluster, print the verdict.
 
 Everything is parsed and checked before anything starts, so that a typo costs nothing: the
-arguments, how they combine, and TRAINER_SCRIPT. Then, from the project's root:
+arguments, how they combine, TRAINER_SCRIPT, and with --project your command, variables and
+requirements (scripts/training_project.py). Then, from this repository's root:
 
-  1. compose.workers.yaml, for a number of workers other than compose.yaml's two (scripts/workers.py)
+  1. compose.workers.yaml, for a number of workers other than compose.yaml's two (scripts/workers.py),
+     and with --project .tfcluster/env, your program's environment
   2. scripts/setup (Compose v2, base images, wheelhouse, images; quick when nothing is missing)
   3. docker compose down, so that the run starts clean
   4. docker compose up ... --exit-code-from verifier verifier: the workers' logs and the verdict
@@ -27,14 +29,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
-import workers  # scripts/workers.py: Python puts this file's folder on the path.
+import training_project  # scripts/training_project.py: Python puts this file's folder on the path.
+import workers  # scripts/workers.py, the same way.
 from commandline import BAD_ARGUMENTS, Parser, one_of, whole_number  # scripts/commandline.py, the same way.
+from training_project import Refusal
 
 ROOT = Path(__file__).resolve().parent.parent
 
 PROFILES = ("lan", "wan", "lossy", "thin")
 BASE_FILE = workers.BASE_FILE
 OWN_TRAINER_FILE = "compose.byo.yaml"
+PROJECT_FILE = "compose.project.yaml"
+DATA_FILE = "compose.data.yaml"
+# Your program's environment, written for compose.project.yaml's env_file (git ignores it).
+ENV_FILE = ".tfcluster/env"
 WORKERS_FILE = "compose.workers.yaml"
 RECOVERY_FILE = "compose.recovery.yaml"
 NETWORK_FILE = "compose.network.yaml"
@@ -63,22 +71,42 @@ is a container of its own on a private network, and the verifier checks that all
 the same synchronized training. Arguments are checked before anything starts."""
 
 EPILOG = f"""\
+your project (--project DIR; docs/bring-your-own.md):
+  every worker runs CMD in /project, DIR mounted read-only, with TF_CONFIG set by the harness;
+  a command that runs python checks here first that its script (a path, from DIR) or module
+  (-m PKG.MOD: DIR/PKG/MOD.py or DIR/PKG/MOD/__main__.py; or trainer.*, the image's) exists.
+  --env and --env-file may not set the harness's own names: TF_CONFIG, TF_TASK_INDEX, TF_TASK_SLOT,
+  TF_WORKER_HOSTS, TF_WORKER_PORT, TF_RENDEZVOUS_PORT, TF_RESULTS_DIR, TF_CHECKPOINT_DIR,
+  JOB_COMPLETION_INDEX, PATH, HOME, PYTHONPATH, TFCLUSTER_*; nor its settings, which are set in
+  scripts/run's environment instead: TRAIN_*, TF_NETWORK_*, TF_JOIN_TIMEOUT, TF_RUN_TIMEOUT,
+  TF_STOP_GRACE, TF_RESTART_LIMIT, TF_WORKER_MEMORY, TF_WORKER_CPUS.
+  Requirements are pip specifiers, one a line (no options, URLs or paths), held to the image's pins;
+  they are installed in an image of their own, {training_project.IMAGE_REPOSITORY}:HASH.
+
 environment:
   TRAINER_SCRIPT        your own training script, run by every worker instead of the built-in
-                        trainer (compose.byo.yaml); a path from where you are (default: unset)
-  EXTRA_REQUIREMENTS    your trainer's own packages, installed in the image (scripts/setup --help)
+                        trainer (compose.byo.yaml); a path from where you are (default: unset);
+                        the one-file form of --project, not with it
+  EXTRA_REQUIREMENTS    your trainer's own packages, installed in the image (scripts/setup --help);
+                        with --project, its requirements file instead
+  TFCLUSTER_IMAGE       the image to build and run (default: tfcluster:latest, or with your
+                        project's requirements {training_project.IMAGE_REPOSITORY}:HASH)
   TRAIN_*, TF_*         the training and cluster settings, e.g. TRAIN_EPOCHS=5 (docs/settings.md)
   COMPOSE_PROJECT_NAME  the Compose project to run as (default: compose.yaml's name, tfcluster)
 
 examples:
   scripts/run                          # the two workers of compose.yaml
   scripts/run --workers 4 --recover    # four workers; a failure restarts them all
-  TRAINER_SCRIPT=./train.py scripts/run --network wan --dry-run   # what it would do, not done
+  scripts/run --project examples/keras-fit --env TF_USE_LEGACY_KERAS=1   # your project, python train.py
+  scripts/run --project ~/model --command "python -m model.train --fast" --data ~/datasets/model \\
+    --env-file ~/model/cluster.env --workers 3 --dry-run      # what it would do, not done
+  TRAINER_SCRIPT=./train.py scripts/run --network wan   # one script of your own, on shaped links
 
 exit status (the verifier's, once the cluster has run):
   0    ok: every worker exited 0, trained with all its peers and agrees
   2    config error: a bad argument or setting, named in one line (nothing was started), or
-       scripts/setup could not proceed (Docker missing or not running)
+       scripts/setup could not proceed (Docker missing or not running, a requirement that
+       conflicts with the image's pins or cannot be downloaded)
   7    verification failed: the verifier's table says why
   143  terminated: the verifier was stopped before a verdict
   any other: set-up, Docker or Compose failed, and said why
@@ -92,7 +120,16 @@ def parser() -> Parser:
         prog="scripts/run",
         description=DESCRIPTION,
         epilog=EPILOG,
-        value_names={"--workers": "a number", "--network": "a profile"},
+        value_names={
+            "--workers": "a number",
+            "--network": "a profile",
+            "--project": "a folder",
+            "--command": "a command",
+            "--data": "a folder",
+            "--env": "NAME=VALUE",
+            "--env-file": "a file",
+            "--requirements": "a file",
+        },
     )
     parser.add_argument(
         "--workers",
@@ -116,12 +153,71 @@ def parser() -> Parser:
         "(compose.network.yaml; default: none, unshaped); not with --workers or --recover",
     )
     parser.add_argument(
+        "--project",
+        metavar="DIR",
+        help="your training project, from where you are: mounted read-only at /project on every worker, "
+        "which runs your command there (compose.project.yaml; default: none, the built-in trainer)",
+    )
+    parser.add_argument(
+        "--command",
+        metavar="CMD",
+        help="with --project: the command every worker runs in /project, split as a shell would "
+        "(default: python train.py, if DIR has train.py)",
+    )
+    parser.add_argument(
+        "--data",
+        metavar="DIR",
+        help="with --project: a folder mounted read-only at /data on every worker, which finds it in "
+        "TFCLUSTER_DATA_DIR (compose.data.yaml; default: none)",
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="with --project: a variable of your program's environment on every worker; repeatable, "
+        "and wins over --env-file (default: none)",
+    )
+    parser.add_argument(
+        "--env-file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="with --project: variables from a file in Compose's env_file syntax (NAME=VALUE lines, "
+        "# comments); repeatable, a later file winning (default: none)",
+    )
+    parser.add_argument(
+        "--requirements",
+        metavar="FILE",
+        help="with --project: your packages, pip requirement specifiers one a line, installed in the "
+        "image (default: DIR/requirements.txt, if there is one)",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="print what would be done (the Compose files, the project, each worker's settings, what "
         "would be built) and exit 0; nothing is set up, built, written or started (default: off)",
     )
     return parser
+
+
+@dataclass(frozen=True)
+class Project:
+    """Your training project (--project), checked: what every worker gets of it."""
+
+    # The options as given, for the dry run's first line.
+    arguments: tuple[str, ...]
+    # Absolute, since Compose resolves a relative one from its project, not from where the user is.
+    directory: str
+    command: tuple[str, ...]
+    data: str | None
+    # Yours, merged: the env files in order, then --env.
+    variables: dict[str, str]
+    # Normalized specifiers, and the file they come from.
+    requirements: tuple[str, ...]
+    requirements_file: str | None
+    # The image to build and run, when it is this script's to choose (your requirements' own).
+    image: str | None
 
 
 @dataclass(frozen=True)
@@ -133,6 +229,7 @@ class Plan:
     profile: str | None
     # Absolute, since Compose resolves a relative one from the project, not from where the user is.
     trainer_script: str | None
+    project: Project | None = None
 
     @property
     def names(self) -> list[str]:
@@ -142,20 +239,41 @@ class Plan:
     def renders_workers(self) -> bool:
         return self.worker_count != workers.DEFAULT_WORKERS
 
+    @property
+    def has_data(self) -> bool:
+        return self.project is not None and self.project.data is not None
+
+    def workers_options(self) -> list[str]:
+        """scripts/workers.py's options for this run's compose.workers.yaml."""
+        chosen = [
+            ("--own-trainer", self.trainer_script is not None),
+            ("--project", self.project is not None),
+            ("--data", self.has_data),
+        ]
+        return [option for option, wanted in chosen if wanted]
+
     def override(self) -> str | None:
         """compose.workers.yaml's text, for a number of workers other than compose.yaml's."""
         if not self.renders_workers:
             return None
-        return workers.render(self.worker_count, own_trainer=self.trainer_script is not None)
+        return workers.render(
+            self.worker_count,
+            own_trainer=self.trainer_script is not None,
+            project=self.project is not None,
+            data=self.has_data,
+        )
 
     @property
     def files(self) -> list[str]:
-        # compose.workers.yaml brings your own trainer itself (an override cannot extend a
-        # service of another override); with compose.yaml's two, compose.byo.yaml does.
+        # compose.workers.yaml brings your own trainer or project itself (an override cannot extend
+        # a service of another override); with compose.yaml's two, compose.byo.yaml or
+        # compose.project.yaml (and compose.data.yaml) do.
         if self.renders_workers:
             files = [BASE_FILE, WORKERS_FILE]
         elif self.trainer_script:
             files = [BASE_FILE, OWN_TRAINER_FILE]
+        elif self.project:
+            files = [BASE_FILE, PROJECT_FILE, *([DATA_FILE] if self.has_data else [])]
         else:
             files = [BASE_FILE]
         if self.recover:
@@ -164,12 +282,31 @@ class Plan:
             files.append(NETWORK_FILE)
         return files
 
+    def written(self) -> dict[str, str | None]:
+        """The files a run writes before its set-up, by path from the root, and their text."""
+        return {
+            WORKERS_FILE: self.override(),
+            ENV_FILE: training_project.env_file_text(self.project.variables) if self.project else None,
+        }
+
     def environment(self) -> dict[str, str]:
         """What the set-up and Compose get on top of the user's environment."""
         # Set in every case, so that a COMPOSE_FILE exported for an earlier cluster is not what runs.
         environment = {"COMPOSE_FILE": ":".join(self.files)}
         if self.trainer_script:
             environment["TRAINER_SCRIPT"] = self.trainer_script
+        if self.project:
+            project = self.project
+            environment["TFCLUSTER_PROJECT"] = project.directory
+            # Compose splits it again, as a shell would; joined by shlex, every word survives that.
+            environment["TFCLUSTER_COMMAND"] = shlex.join(project.command)
+            environment["TFCLUSTER_ENV_FILE"] = str(ROOT / ENV_FILE)
+            if project.data:
+                environment["TFCLUSTER_DATA"] = project.data
+            if project.requirements:
+                environment["EXTRA_REQUIREMENTS"] = " ".join(project.requirements)
+            if project.image:
+                environment["TFCLUSTER_IMAGE"] = project.image
         if self.profile:
             environment["TF_NETWORK_PROFILE"] = self.profile
         return environment
@@ -185,11 +322,95 @@ def make_plan(arguments: argparse.Namespace, environ, fail: Callable[[str], NoRe
             fail("--network and --recover do not go together (a restarted worker loses its shaper)")
     trainer_script = environ.get("TRAINER_SCRIPT") or None
     if trainer_script:
+        if arguments.project is not None:
+            fail("--project and TRAINER_SCRIPT do not go together (TRAINER_SCRIPT is the one-file form of --project)")
         # From where the user is, not from the project, which Compose resolves paths from.
         if not os.path.isfile(trainer_script):
             fail(f"TRAINER_SCRIPT {trainer_script!r} is not a file")
         trainer_script = os.path.realpath(trainer_script)
-    return Plan(arguments.workers, arguments.recover, arguments.network, trainer_script)
+    project = None
+    try:
+        project = make_project(arguments, environ)
+    except Refusal as refusal:
+        fail(str(refusal))
+    return Plan(arguments.workers, arguments.recover, arguments.network, trainer_script, project)
+
+
+# The options that shape your project, which mean nothing without one.
+PROJECT_OPTIONS = ("command", "data", "env", "env_file", "requirements")
+
+
+def make_project(arguments: argparse.Namespace, environ) -> Project | None:
+    """Your project, checked on the host as far as it can be; raises Refusal."""
+    if arguments.project is None:
+        for option in PROJECT_OPTIONS:
+            if getattr(arguments, option):
+                raise Refusal(f"--{option.replace('_', '-')} goes with --project DIR (your training project)")
+        return None
+    shown = arguments.project
+    if not os.path.isdir(shown):
+        raise Refusal(f"--project {shown!r} is not a folder")
+    directory = os.path.realpath(shown)
+    data = None
+    if arguments.data is not None:
+        if not os.path.isdir(arguments.data):
+            raise Refusal(f"--data {arguments.data!r} is not a folder")
+        data = os.path.realpath(arguments.data)
+    if arguments.command is None:
+        if not os.path.isfile(os.path.join(directory, training_project.DEFAULT_SCRIPT)):
+            raise Refusal(f"--project {shown!r} has no {training_project.DEFAULT_SCRIPT}: give --command")
+        command = list(training_project.DEFAULT_COMMAND)
+    else:
+        command = training_project.split_command(arguments.command)
+        training_project.check_command(command, training_project.Mounts(directory, data))
+    variables = training_project.merge(
+        *(training_project.parse_env_file(path, environ) for path in arguments.env_file),
+        [training_project.parse_assignment(text) for text in arguments.env],
+    )
+    # Checked now, so that a value Compose's env file cannot hold is refused before anything is done.
+    training_project.env_file_text(variables)
+    requirements_file = arguments.requirements
+    if requirements_file is None and os.path.isfile(os.path.join(shown, training_project.REQUIREMENTS_FILE)):
+        requirements_file = os.path.join(shown, training_project.REQUIREMENTS_FILE)
+    requirements: list[str] = []
+    if requirements_file is not None:
+        if arguments.requirements is not None and not os.path.isfile(requirements_file):
+            raise Refusal(f"--requirements {requirements_file!r} is not a file")
+        requirements, provided = training_project.parse_requirements(requirements_file)
+        if provided:
+            # Said, not silent: the project asked for them, and gets the image's own.
+            print(
+                f"run | {requirements_file}: {', '.join(provided)}: the image's own, not installed again",
+                file=sys.stderr,
+            )
+    if requirements and environ.get("EXTRA_REQUIREMENTS"):
+        raise Refusal(
+            f"EXTRA_REQUIREMENTS and {requirements_file} do not go together: list every requirement in the file"
+        )
+    image = None
+    if requirements and not environ.get("TFCLUSTER_IMAGE"):
+        image = training_project.image_tag(requirements)
+    options = ["--project", shown]
+    if arguments.command is not None:
+        options += ["--command", arguments.command]
+    if arguments.data is not None:
+        options += ["--data", arguments.data]
+    for text in arguments.env:
+        options += ["--env", text]
+    for path in arguments.env_file:
+        options += ["--env-file", path]
+    if arguments.requirements is not None:
+        options += ["--requirements", arguments.requirements]
+    return Project(
+        arguments=tuple(options),
+        directory=directory,
+        command=tuple(command),
+        data=data,
+        variables=variables,
+        requirements=tuple(requirements),
+        requirements_file=requirements_file and os.path.realpath(requirements_file),
+        image=image,
+    )
 
 
 # -- The run ------------------------------------------------------------------------------------
@@ -197,13 +418,15 @@ def make_plan(arguments: argparse.Namespace, environ, fail: Callable[[str], NoRe
 
 def execute(plan: Plan) -> int:
     environment = {**os.environ, **plan.environment()}
-    override = plan.override()
-    if override is not None:
-        # Before the set-up, as always: a file that cannot be written should cost no set-up.
+    # Before the set-up, as always: a file that cannot be written should cost no set-up. The env
+    # file is written even when empty, so that no earlier run's variables are what a worker gets.
+    written = {name: text for name, text in plan.written().items() if text is not None}
+    for name, text in written.items():
         try:
-            (ROOT / WORKERS_FILE).write_text(override, encoding="utf-8")
+            (ROOT / name).parent.mkdir(parents=True, exist_ok=True)
+            (ROOT / name).write_text(text, encoding="utf-8")
         except OSError as error:
-            print(f"run: cannot write {WORKERS_FILE}: {error.strerror}", file=sys.stderr)
+            print(f"run: cannot write {name}: {error.strerror}", file=sys.stderr)
             return BAD_ARGUMENTS
     setup = subprocess.run([str(ROOT / SETUP)], cwd=ROOT, env=environment)
     if setup.returncode != 0:
@@ -253,6 +476,7 @@ def describe(plan: Plan, environ) -> str:
     shaper_image = interpolate(first_image((ROOT / NETWORK_FILE).read_text(encoding="utf-8")), variables)
     hosts = ",".join(plan.names)
     waited_for = plan.names + (["the keeper"] if plan.recover else [])
+    wheelhouses = "docker/wheels and docker/extra-wheels" if variables.get("EXTRA_REQUIREMENTS") else "docker/wheels"
 
     lines = [
         f"scripts/run {shlex.join(arguments_of(plan))}: what it would do; nothing is set up, built, written or "
@@ -260,15 +484,17 @@ def describe(plan: Plan, environ) -> str:
         "",
         f"compose files  {':'.join(plan.files)} (COMPOSE_FILE)",
         f"project        {project} ({project_source})",
-        f"set-up         {SETUP}: Compose v2 if missing, the base images, docker/wheels, then a build of",
+        f"set-up         {SETUP}: Compose v2 if missing, the base images, {wheelhouses}, then a build of",
         f"               {image} (worker-0) and {shaper_image} (shaper-0)",
     ]
+    rendering = shlex.join(["scripts/workers.py", str(plan.worker_count), *plan.workers_options()])
     if plan.renders_workers:
-        own = " --own-trainer" if plan.trainer_script else ""
-        lines.append(f"rendered       {WORKERS_FILE}, by scripts/workers.py {plan.worker_count}{own}")
+        lines.append(f"rendered       {WORKERS_FILE}, by {rendering}")
     if plan.trainer_script:
         where = WORKERS_FILE if plan.renders_workers else OWN_TRAINER_FILE
         lines.append(f"trainer        {plan.trainer_script}, read-only at /user/train.py on every worker ({where})")
+    elif plan.project:
+        lines += describe_project(plan, environ)
     else:
         lines.append("trainer        the built-in one, python -m trainer.training")
     if plan.profile:
@@ -291,18 +517,54 @@ def describe(plan: Plan, environ) -> str:
     lines += [f"  {key}={shlex.quote(value)}" for key, value in worker_settings(plan, texts, variables).items()]
 
     lines += ["", "commands, from the project's root, with the COMPOSE_FILE above:"]
-    if override is not None:
-        lines.append(f"  write {WORKERS_FILE}")
+    lines += [f"  write {name}" for name, text in plan.written().items() if text is not None]
     lines += [f"  {SETUP}", *(f"  {shlex.join(command)}" for command in (DOWN, UP, STOP))]
     lines.append("exit status: the verifier's (scripts/run --help)")
 
     lines += ["", "The whole model Compose would run (this calls Docker, but builds and starts nothing):"]
     if override is not None:
-        own = " --own-trainer" if plan.trainer_script else ""
-        lines.append(f"  python3 scripts/workers.py {plan.worker_count}{own} --output {WORKERS_FILE}")
+        lines.append(f"  python3 {rendering} --output {WORKERS_FILE}")
     assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in plan.environment().items())
     lines.append(f"  {assignments} docker compose config")
+    if plan.project:
+        lines.append(f"  (which reads {ENV_FILE} as the last run wrote it, if any)")
     return "\n".join(lines) + "\n"
+
+
+def describe_project(plan: Plan, environ) -> list[str]:
+    """The dry run's lines on your project: command, folders, variables, requirements and image."""
+    project = plan.project
+    where = WORKERS_FILE if plan.renders_workers else PROJECT_FILE
+    mounts = WORKERS_FILE if plan.renders_workers else DATA_FILE
+    lines = [
+        f"trainer        your command, in /project on every worker: {shlex.join(project.command)} ({where})",
+        f"your project   {project.directory}, read-only at /project (TFCLUSTER_PROJECT_DIR=/project)",
+    ]
+    if project.data:
+        lines.append(f"your data      {project.data}, read-only at /data (TFCLUSTER_DATA_DIR=/data, {mounts})")
+    else:
+        lines.append("your data      none (--data DIR mounts a folder at /data)")
+    if project.variables:
+        assignments = [f"{name}={shlex.quote(value)}" for name, value in sorted(project.variables.items())]
+        lines.append(f"your variables {assignments[0]}")
+        lines += [f"               {assignment}" for assignment in assignments[1:]]
+        lines.append(
+            f"               through {ENV_FILE} (env_file), with "
+            f"{training_project.USER_ENVIRONMENT_LIST}={','.join(sorted(project.variables))}"
+        )
+    else:
+        lines.append(f"your variables none (--env, --env-file); {ENV_FILE} is written with none")
+    if project.requirements:
+        image = project.image or environ.get("TFCLUSTER_IMAGE")
+        source = "its name, from requirements" if project.image else "yours"
+        lines += [
+            f"requirements   {' '.join(project.requirements)} (EXTRA_REQUIREMENTS)",
+            f"               from {project.requirements_file}, held to docker/requirements.txt's pins,",
+            f"               in the image {image} (TFCLUSTER_IMAGE: {source})",
+        ]
+    else:
+        lines.append(f"requirements   none (no {training_project.REQUIREMENTS_FILE} in the project, no --requirements)")
+    return lines
 
 
 def arguments_of(plan: Plan) -> list[str]:
@@ -314,6 +576,8 @@ def arguments_of(plan: Plan) -> list[str]:
         arguments.append("--recover")
     if plan.profile:
         arguments += ["--network", plan.profile]
+    if plan.project:
+        arguments += plan.project.arguments
     return [*arguments, "--dry-run"]
 
 

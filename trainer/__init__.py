@@ -10,6 +10,7 @@
 - `verifier`: waits for the workers and judges the run (`python -m trainer.verifier`).
 - `benchmark`: programs the benchmark runs in place of the trainer (`python -m trainer.benchmark.allreduce`).
 - `shaper`: the network shaper beside each worker (`python -m trainer.shaper`, its own image).
+- `reporting`: for users' own programs: the final-metrics line in one call or one Keras callback.
 
 The rule between them is checked by `lint-imports` (the contracts in pyproject.toml, run by
 scripts/lint): the contract imports no role; the roles import no other role; the launcher, the

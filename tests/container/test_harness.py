@@ -82,7 +82,7 @@ def test_a_worker_failing_its_training_check_fails_the_verdict(compose_project):
 
 def test_the_tutorials_unchanged_program_runs_and_verifies_from_its_saved_logs(compose_project, tmp_path):
     # Bring your own trainer (compose.byo.yaml): the tutorial's program, byte for byte as published.
-    script = "./tests/fixtures/tutorial/multiworker_train.py"
+    script = "./examples/tutorial/multiworker_train.py"
     project = compose_project("compose.byo.yaml", environment={"TRAINER_SCRIPT": script})
     result = project.verdict()
     assert result.returncode == 0, result.stdout + result.stderr

@@ -13,6 +13,14 @@ from tests.conftest import ROOT, free_port
 
 SLEEPER = [sys.executable, "-c", "print('training', flush=True); import time; time.sleep(120)"]
 
+# A launcher with some of its modules changed first: `{patches}` is Python run before its main().
+PATCHED_LAUNCHER = """
+import sys
+from trainer.launcher import __main__ as launcher, lingering, rendezvous, watchdog
+{patches}
+sys.exit(launcher.main(sys.argv[1:]))
+"""
+
 
 @pytest.fixture
 def cluster():
@@ -21,7 +29,7 @@ def cluster():
     base = free_port(3)  # Side ports of up to three workers on one host: base, base + 1, base + 2.
     launched = []
 
-    def start(index, command=SLEEPER, **variables):
+    def start(index, command=SLEEPER, *, patches=None, **variables):
         env = {
             "PATH": os.environ["PATH"],
             "TF_WORKER_HOSTS": ",".join(f"127.0.0.1:{port}" for port in ports),
@@ -29,8 +37,9 @@ def cluster():
             "TF_RENDEZVOUS_PORT": str(base),
             **variables,
         }
+        entry = ["-m", "trainer.launcher"] if patches is None else ["-c", PATCHED_LAUNCHER.format(patches=patches)]
         launcher = subprocess.Popen(
-            [sys.executable, "-m", "trainer.launcher", "--", *command],
+            [sys.executable, *entry, "--", *command],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
@@ -41,6 +50,7 @@ def cluster():
         return launcher
 
     start.ports = ports
+    start.base = base
     yield start
     for launcher in launched:
         launcher.kill()

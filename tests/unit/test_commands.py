@@ -21,7 +21,16 @@ from tests.conftest import ROOT
 from trainer.contract.exitcodes import ExitCode
 
 COMMANDS = [command for command, _purpose in commands_doc.COMMANDS]
-COPIED = ["scripts", "trainer", "compose.yaml", "compose.byo.yaml", "compose.recovery.yaml", "compose.network.yaml"]
+COPIED = [
+    "scripts",
+    "trainer",
+    "compose.yaml",
+    "compose.byo.yaml",
+    "compose.project.yaml",
+    "compose.data.yaml",
+    "compose.recovery.yaml",
+    "compose.network.yaml",
+]
 FAKE_DOCKER = """#!/bin/sh
 echo "docker $*" >> "{calls}"
 exit 99
@@ -309,6 +318,283 @@ def test_the_dry_run_of_one_worker_shows_its_own_pass_mark(sandbox):
     assert f"  TRAIN_MIN_ACCURACY={workers.SINGLE_WORKER_MIN_ACCURACY}\n" in text
 
 
+# -- scripts/run --project: bad input ------------------------------------------------------------
+
+
+@pytest.fixture
+def training_project(tmp_path) -> Path:
+    """A project of one's own, outside the sandbox (so that what the sandbox holds stays as it was)."""
+    folder = tmp_path / "mine"
+    (folder / "model" / "cli").mkdir(parents=True)
+    (folder / "train.py").write_text("print('training')\n")
+    (folder / "model" / "__init__.py").write_text("")
+    (folder / "model" / "train.py").write_text("")
+    (folder / "model" / "cli" / "__main__.py").write_text("")
+    (folder / "run.sh").write_text("#!/bin/sh\n")
+    (folder / "cluster.env").write_text("# Settings of my own\nexport BATCH=64\nGREETING='hello world'\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "empty").mkdir()
+    return folder
+
+
+# (arguments, files written into the project first, variables, what the one line must say), run
+# from the project's parent folder, so that paths are the user's own, relative to where they are.
+PROJECT_BAD_INPUTS = [
+    (["--project", "no/such"], {}, {}, "run: --project 'no/such' is not a folder\n"),
+    (["--project", "empty"], {}, {}, "run: --project 'empty' has no train.py: give --command\n"),
+    (
+        ["--project", "mine", "--command", "python missing.py"],
+        {},
+        {},
+        "the script 'missing.py' is not a file of /project",
+    ),
+    (
+        ["--project", "mine", "--command", "python -u ../mine/train.py"],
+        {},
+        {},
+        "'../mine/train.py' leads out of /project",
+    ),
+    (
+        ["--project", "mine", "--command", "python -u -W ignore -X dev gone.py"],
+        {},
+        {},
+        "the script 'gone.py' is not a file",
+    ),
+    (
+        ["--project", "mine", "--command", "python -m model.missing"],
+        {},
+        {},
+        "module 'model.missing' is not in the project",
+    ),
+    (["--project", "mine", "--command", "python3 -m torch.distributed.run"], {}, {}, "module 'torch.distributed.run'"),
+    (["--project", "mine", "--command", "python -m"], {}, {}, "run: --command: python's -m needs a value\n"),
+    (["--project", "mine", "--command", "./run.sh"], {}, {}, "the program './run.sh' is not executable"),
+    (["--project", "mine", "--command", "./gone.sh"], {}, {}, "the program './gone.sh' is not a file of /project"),
+    (["--project", "mine", "--command", "python 'unclosed"], {}, {}, "cannot be split as a shell would"),
+    (["--project", "mine", "--command", ""], {}, {}, "run: --command is empty\n"),
+    (["--project", "mine", "--data", "no/data"], {}, {}, "run: --data 'no/data' is not a folder\n"),
+    (
+        ["--project", "mine", "--env", "TF_CONFIG={}"],
+        {},
+        {},
+        "run: --env TF_CONFIG is set by the harness on every worker",
+    ),
+    (
+        ["--project", "mine", "--env", "TFCLUSTER_PROJECT_DIR=/x"],
+        {},
+        {},
+        "run: --env TFCLUSTER_PROJECT_DIR is set by the harness",
+    ),
+    (["--project", "mine", "--env", "PYTHONPATH=/x"], {}, {}, "run: --env PYTHONPATH is set by the harness"),
+    (
+        ["--project", "mine", "--env", "TRAIN_EPOCHS=5"],
+        {},
+        {},
+        "run: --env TRAIN_EPOCHS is a setting of the harness: set it in scripts/run's environment instead",
+    ),
+    (["--project", "mine", "--env", "TF_RUN_TIMEOUT=60"], {}, {}, "TF_RUN_TIMEOUT=... scripts/run ..."),
+    (["--project", "mine", "--env", "BATCH"], {}, {}, "run: --env 'BATCH' must be NAME=VALUE"),
+    (["--project", "mine", "--env", "MY-VAR=1"], {}, {}, "run: --env 'MY-VAR' is not a variable name"),
+    (["--project", "mine", "--env-file", "mine/gone.env"], {}, {}, "run: --env-file 'mine/gone.env' does not exist\n"),
+    (
+        ["--project", "mine", "--env-file", "mine/bad.env"],
+        {"bad.env": "# mine\nBATCH=64\nTF_WORKER_HOSTS=a,b\n"},
+        {},
+        "run: --env-file mine/bad.env line 3: TF_WORKER_HOSTS is set by the harness",
+    ),
+    (
+        ["--project", "mine", "--env-file", "mine/bad.env"],
+        {"bad.env": "\nexport TRAIN_SEED=1\n"},
+        {},
+        "run: --env-file mine/bad.env line 2: TRAIN_SEED is a setting of the harness",
+    ),
+    (
+        ["--project", "mine", "--env-file", "mine/bad.env"],
+        {"bad.env": "BATCH=64\nGREETING='hello\nworld\nnot an assignment\n"},
+        {},
+        "run: --env-file mine/bad.env line 2: unterminated quoted value 'hello\n",
+    ),
+    (
+        ["--project", "mine", "--env-file", "mine/bad.env"],
+        {"bad.env": "BATCH=64\nnot an assignment\n"},
+        {},
+        "run: --env-file mine/bad.env line 2: expected NAME=VALUE, got 'not an assignment'\n",
+    ),
+    (
+        ["--project", "mine"],
+        {"requirements.txt": "tqdm==4.67.1\n-r more.txt\n"},
+        {},
+        "run: mine/requirements.txt line 2: '-r more.txt' is an option",
+    ),
+    (
+        ["--project", "mine", "--requirements", "mine/other.txt"],
+        {"other.txt": "# mine\n--index-url https://example.org/simple\n"},
+        {},
+        "run: mine/other.txt line 2: '--index-url https://example.org/simple' is an option",
+    ),
+    (
+        ["--project", "mine", "--requirements", "mine/other.txt"],
+        {"other.txt": "tqdm @ https://example.org/tqdm.whl\n"},
+        {},
+        "run: mine/other.txt line 1: 'tqdm @ https://example.org/tqdm.whl' is a URL or a path",
+    ),
+    (
+        ["--project", "mine", "--requirements", "mine/gone.txt"],
+        {},
+        {},
+        "run: --requirements 'mine/gone.txt' is not a file\n",
+    ),
+    (
+        ["--project", "mine"],
+        {"requirements.txt": "tqdm\n"},
+        {"EXTRA_REQUIREMENTS": "rich"},
+        "run: EXTRA_REQUIREMENTS and mine/requirements.txt do not go together",
+    ),
+    (
+        ["--project", "mine"],
+        {},
+        {"TRAINER_SCRIPT": "mine/train.py"},
+        "run: --project and TRAINER_SCRIPT do not go together",
+    ),
+    (["--env", "BATCH=64"], {}, {}, "run: --env goes with --project DIR (your training project)\n"),
+    (["--data", "data"], {}, {}, "run: --data goes with --project DIR"),
+    (["--command", "python train.py"], {}, {}, "run: --command goes with --project DIR"),
+    (["--project"], {}, {}, "run: --project needs a folder\n"),
+    (["--project", "mine", "--env"], {}, {}, "run: --env needs NAME=VALUE\n"),
+]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "files", "variables", "expected"),
+    [
+        pytest.param(*case, id=" ".join(case[0]) + "".join(f" [{name}]" for name in case[1]))
+        for case in PROJECT_BAD_INPUTS
+    ],
+)
+def test_bad_input_for_your_project_is_one_line_naming_it_and_exit_2(
+    sandbox, training_project, arguments, files, variables, expected
+):
+    for name, text in files.items():
+        (training_project / name).write_text(text)
+    result = sandbox.run("scripts/run", *arguments, "--dry-run", cwd=training_project.parent, **variables)
+    assert result.returncode == ExitCode.CONFIG_ERROR, result.stdout
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith("run: ")
+    assert expected in result.stderr
+    sandbox.assert_untouched()
+
+
+def test_your_project_is_checked_before_anything_is_set_up(sandbox, training_project):
+    # Not a dry run: refused all the same, with nothing written and Docker never called.
+    result = sandbox.run("scripts/run", "--project", "mine", "--env", "HOME=/root", cwd=training_project.parent)
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert result.stderr == (
+        "run: --env HOME is set by the harness on every worker, not by you (docs/bring-your-own.md)\n"
+    )
+    sandbox.assert_untouched()
+
+
+# -- scripts/run --project: the dry run ------------------------------------------------------------
+
+
+def test_the_dry_run_of_your_project_on_the_default_two_workers(sandbox, training_project):
+    result = sandbox.run("scripts/run", "--project", "mine", "--dry-run", cwd=training_project.parent)
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "compose files  compose.yaml:compose.project.yaml (COMPOSE_FILE)\n" in text
+    # The default command, since the project has a train.py.
+    assert "trainer        your command, in /project on every worker: python train.py (compose.project.yaml)\n" in text
+    assert f"your project   {training_project}, read-only at /project (TFCLUSTER_PROJECT_DIR=/project)\n" in text
+    assert "your data      none" in text
+    assert "your variables none (--env, --env-file); .tfcluster/env is written with none\n" in text
+    assert "requirements   none (no requirements.txt in the project, no --requirements)\n" in text
+    assert "tfcluster:latest (worker-0)" in text
+    assert "  write .tfcluster/env\n  scripts/setup\n" in text
+    assert f"TFCLUSTER_PROJECT={training_project} TFCLUSTER_COMMAND='python train.py'" in text
+    sandbox.assert_untouched()
+
+
+def test_the_dry_run_of_your_project_data_variables_and_three_workers(sandbox, training_project):
+    (training_project / "requirements.txt").write_text("# What the model needs\nTqdm >= 4.0\nrich==15.0.0  # pinned\n")
+    result = sandbox.run(
+        "scripts/run",
+        "--project",
+        "mine",
+        "--command",
+        "python -m model.cli --epochs 2",
+        "--data",
+        "data",
+        "--env-file",
+        "mine/cluster.env",
+        "--env",
+        "BATCH=128",
+        "--env",
+        "TF_USE_LEGACY_KERAS=1",
+        "--workers",
+        "3",
+        "--dry-run",
+        cwd=training_project.parent,
+    )
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.startswith(
+        "scripts/run --workers 3 --project mine --command 'python -m model.cli --epochs 2' --data data "
+        "--env BATCH=128 --env TF_USE_LEGACY_KERAS=1 --env-file mine/cluster.env --dry-run: what it would do"
+    )
+    assert "compose files  compose.yaml:compose.workers.yaml (COMPOSE_FILE)\n" in text
+    assert "rendered       compose.workers.yaml, by scripts/workers.py 3 --project --data\n" in text
+    assert "python -m model.cli --epochs 2 (compose.workers.yaml)\n" in text
+    data = training_project.parent / "data"
+    assert f"your data      {data}, read-only at /data (TFCLUSTER_DATA_DIR=/data, compose.workers.yaml)\n" in text
+    # --env wins over the file; the values are shown, since they are the user's own.
+    assert (
+        "your variables BATCH=128\n"
+        "               GREETING='hello world'\n"
+        "               TF_USE_LEGACY_KERAS=1\n"
+        "               through .tfcluster/env (env_file), with TFCLUSTER_USER_ENV=BATCH,GREETING,TF_USE_LEGACY_KERAS\n"
+    ) in text
+    # Normalized, sorted, and named after: an image of their own.
+    tag = run.training_project.image_tag(["rich==15.0.0", "tqdm>=4.0"])
+    assert re.fullmatch(r"tfcluster-project:[0-9a-f]{12}", tag)
+    assert "requirements   rich==15.0.0 tqdm>=4.0 (EXTRA_REQUIREMENTS)\n" in text
+    assert f"in the image {tag} (TFCLUSTER_IMAGE: its name, from requirements)\n" in text
+    assert f"then a build of\n               {tag} (worker-0)" in text
+    for index in range(3):
+        assert re.search(rf"^  worker-{index} +{index} +worker-0,worker-1,worker-2$", text, re.MULTILINE)
+    assert "  python3 scripts/workers.py 3 --project --data --output compose.workers.yaml\n" in text
+    assert f"TFCLUSTER_DATA={data} EXTRA_REQUIREMENTS='rich==15.0.0 tqdm>=4.0' TFCLUSTER_IMAGE={tag}" in text
+    sandbox.assert_untouched()
+
+
+def test_the_dry_run_with_data_on_two_workers_adds_compose_data_yaml(sandbox, training_project):
+    result = sandbox.run(
+        "scripts/run", "--project", "mine", "--data", "data", "--recover", "--dry-run", cwd=training_project.parent
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "compose files  compose.yaml:compose.project.yaml:compose.data.yaml:compose.recovery.yaml (COMPOSE_FILE)\n"
+        in result.stdout
+    )
+
+
+def test_your_own_image_name_wins_over_the_one_made_from_requirements(sandbox, training_project):
+    (training_project / "requirements.txt").write_text("tqdm\n")
+    result = sandbox.run(
+        "scripts/run", "--project", "mine", "--dry-run", cwd=training_project.parent, TFCLUSTER_IMAGE="mine:1"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "in the image mine:1 (TFCLUSTER_IMAGE: yours)\n" in result.stdout
+    assert "mine:1 (worker-0)" in result.stdout
+    assert "tfcluster-project" not in result.stdout
+
+
+def test_the_image_tag_depends_on_the_requirements_only():
+    tag = run.training_project.image_tag
+    assert tag(["tqdm==4.67.1"]) == tag(["tqdm==4.67.1"])
+    assert tag(["tqdm==4.67.1"]) != tag(["tqdm==4.67.0"])
+
+
 # -- scripts/run's real run, with every command recorded instead of run ---------------------------
 
 
@@ -331,7 +617,7 @@ def recorded(tmp_path, monkeypatch):
         recorder = Recorder(codes or {})
         monkeypatch.setattr(run, "ROOT", tmp_path)
         monkeypatch.setattr(run.subprocess, "run", recorder)
-        for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE"):
+        for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE", "EXTRA_REQUIREMENTS", "TFCLUSTER_IMAGE"):
             monkeypatch.delenv(name, raising=False)
         for name, value in variables.items():
             monkeypatch.setenv(name, value)
@@ -377,3 +663,39 @@ def test_your_own_trainer_and_a_profile_reach_compose(recorded, tmp_path):
     assert environment["COMPOSE_FILE"] == "compose.yaml:compose.byo.yaml:compose.network.yaml"
     assert environment["TRAINER_SCRIPT"] == str(script.resolve())
     assert environment["TF_NETWORK_PROFILE"] == "thin"
+
+
+def test_your_project_reaches_compose_and_its_variables_the_env_file(recorded, tmp_path):
+    project = tmp_path / "mine"
+    project.mkdir()
+    (project / "train.py").write_text("")
+    (project / "requirements.txt").write_text("tqdm==4.67.1\n")
+    status, recorder = recorded(["--project", str(project), "--env", "GREETING=it's $HOME", "--workers", "3"])
+    assert status == 0
+    environment = recorder.commands[0][1]["env"]
+    assert environment["COMPOSE_FILE"] == "compose.yaml:compose.workers.yaml"
+    assert environment["TFCLUSTER_PROJECT"] == str(project.resolve())
+    assert environment["TFCLUSTER_COMMAND"] == "python train.py"
+    assert environment["TFCLUSTER_ENV_FILE"] == str(tmp_path / ".tfcluster" / "env")
+    assert environment["EXTRA_REQUIREMENTS"] == "tqdm==4.67.1"
+    assert environment["TFCLUSTER_IMAGE"] == run.training_project.image_tag(["tqdm==4.67.1"])
+    assert "TFCLUSTER_DATA" not in environment
+    # Written before the set-up, quoted so that Compose reads the value back as it was given.
+    assert (
+        (tmp_path / ".tfcluster" / "env")
+        .read_text()
+        .endswith('GREETING="it\'s \\$HOME"\nTFCLUSTER_USER_ENV=GREETING\n')
+    )
+    assert (tmp_path / "compose.workers.yaml").read_text() == workers.render(3, project=True)
+
+
+def test_a_project_without_variables_still_gets_a_fresh_env_file(recorded, tmp_path):
+    project = tmp_path / "mine"
+    project.mkdir()
+    (project / "train.py").write_text("")
+    (tmp_path / ".tfcluster").mkdir()
+    (tmp_path / ".tfcluster" / "env").write_text("STALE=1\nTFCLUSTER_USER_ENV=STALE\n")
+    _status, recorder = recorded(["--project", str(project)])
+    assert recorder.commands[0][1]["env"]["COMPOSE_FILE"] == "compose.yaml:compose.project.yaml"
+    assert "STALE" not in (tmp_path / ".tfcluster" / "env").read_text()
+    assert (tmp_path / ".tfcluster" / "env").read_text().endswith("\nTFCLUSTER_USER_ENV=\n")

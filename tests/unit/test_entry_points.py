@@ -163,15 +163,35 @@ def test_allreduce_names_a_bad_size_in_one_line(size):
             ["--bogus"],
             {},
             "run: unknown argument '--bogus' "
-            "(usage: scripts/run [-h] [--workers N] [--recover] [--network PROFILE] [--dry-run])",
+            "(usage: scripts/run [-h] [--workers N] [--recover] [--network PROFILE] [--project DIR] "
+            "[--command CMD] [--data DIR] [--env NAME=VALUE] [--env-file FILE] [--requirements FILE] [--dry-run])",
         ),
         ([], {"TRAINER_SCRIPT": "no/such/train.py"}, "run: TRAINER_SCRIPT 'no/such/train.py' is not a file"),
+        (["--project", "no/such/project"], {}, "run: --project 'no/such/project' is not a folder"),
+        (
+            ["--project", "examples/tutorial"],
+            {},
+            "run: --project 'examples/tutorial' has no train.py: give --command",
+        ),
+        (
+            [
+                "--project",
+                "examples/tutorial",
+                "--command",
+                "python multiworker_train.py",
+                "--env",
+                "TF_CONFIG={}",
+            ],
+            {},
+            "run: --env TF_CONFIG is set by the harness on every worker, not by you (docs/bring-your-own.md)",
+        ),
     ],
 )
 def test_run_refuses_bad_input_in_one_line_before_setting_anything_up(arguments, variables, message):
     # Refused before scripts/setup: no Docker is touched, nothing is built.
     result = subprocess.run(
         [str(ROOT / "scripts" / "run"), *arguments],
+        cwd=ROOT,
         env={**os.environ, **variables},
         capture_output=True,
         text=True,

@@ -1,4 +1,4 @@
-from trainer.verifier.metrics import last_error_line, parse_final_metrics
+from trainer.verifier.metrics import parse_final_metrics
 
 TUTORIAL_LINE = "worker=0 replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
 
@@ -36,36 +36,6 @@ def test_ignores_lines_that_are_not_final_metrics():
         ]
     )
     assert parse_final_metrics(log) is None
-
-
-def test_last_error_line_prefers_an_error():
-    log = "start\ntensorflow.python.framework.errors_impl.UnavailableError: peer gone\nshutting down\n"
-    assert last_error_line(log) == "tensorflow.python.framework.errors_impl.UnavailableError: peer gone"
-    assert last_error_line("one\ntwo\n") == "two"
-    assert last_error_line("") == "(no output)"
-
-
-def test_the_launchers_usage_line_is_never_the_failure_reason():
-    log = (
-        "trainer: training check failed: final_accuracy (0.8281) is not above 0.99\n"
-        "launcher | worker-1:12345: training program used 7.2s, 9.1 CPU-seconds, peak memory 542 MiB\n"
-    )
-    assert last_error_line(log) == "trainer: training check failed: final_accuracy (0.8281) is not above 0.99"
-
-
-def test_a_json_event_is_never_taken_for_a_line_of_prose():
-    log = (
-        "tensorflow.python.framework.errors_impl.UnavailableError: peer gone\n"
-        '{"event": "failed", "exit_code": 3, "reason": "trainer: training check failed: an error"}\n'
-        '{"event": "start", "step": 0}\n'
-    )
-    assert last_error_line(log) == "tensorflow.python.framework.errors_impl.UnavailableError: peer gone"
-    # With no prose that looks like a reason, the last line is still the last line.
-    assert last_error_line('train | epoch: 1\n{"event": "start", "step": 4}\n') == '{"event": "start", "step": 4}'
-
-
-def test_a_line_of_json_that_is_no_event_is_still_prose():
-    assert last_error_line('{"message": "fatal error in worker"}\nbye\n') == '{"message": "fatal error in worker"}'
 
 
 def test_the_last_final_event_wins_over_other_events_and_key_value_lines():

@@ -1,10 +1,22 @@
+import json
+
+import pytest
+
+from tests.conftest import free_port
 from trainer.contract.cluster import from_template
 from trainer.contract.settings import TrainingSettings
-from trainer.launcher.rendezvous import Fingerprint, differences, rendezvous_port
+from trainer.launcher.digests import Digest, packages_digest, project_digest
+from trainer.launcher.rendezvous import Fingerprint, Server, differences, fetch, rendezvous_port
 
 
-def fingerprint(hosts="worker-0,worker-1", index=0, **settings):
-    return Fingerprint.of(from_template(hosts, index), TrainingSettings(**settings))
+def fingerprint(hosts="worker-0,worker-1", index=0, *, user_settings=None, project=None, packages=None, **settings):
+    return Fingerprint.of(
+        from_template(hosts, index),
+        TrainingSettings(**settings),
+        user_settings=user_settings,
+        project=project,
+        packages=packages,
+    )
 
 
 def compare(mine, theirs, expected_index=1):
@@ -46,3 +58,119 @@ def test_side_ports_are_shared_across_hosts_and_distinct_on_one_host():
 
 def test_the_accuracy_pass_mark_is_each_workers_own():
     assert compare(fingerprint(), fingerprint(index=1, min_accuracy=0.9)) == []
+
+
+# -- what else must be the same: the user's settings, the project's files, the packages ----------
+
+
+def test_a_user_setting_that_differs_is_named_with_both_values():
+    mine = fingerprint(user_settings={"LEARNING_RATE": "0.1", "OPTIMIZER": "adam"})
+    theirs = fingerprint(index=1, user_settings={"LEARNING_RATE": "0.2", "OPTIMIZER": "adam"})
+    assert compare(mine, theirs) == [
+        "user setting LEARNING_RATE differs: worker-0:12345 has 0.1, worker-1:12345 has 0.2"
+    ]
+
+
+def test_a_user_setting_unset_on_one_worker_shows_as_unset():
+    mine = fingerprint(user_settings={"DATA_URL": "s3://bucket/set"})
+    theirs = fingerprint(index=1, user_settings={"DATA_URL": None})
+    assert compare(mine, theirs) == [
+        "user setting DATA_URL differs: worker-0:12345 has s3://bucket/set, worker-1:12345 has (unset)"
+    ]
+    assert compare(fingerprint(user_settings={"DATA_URL": None}), theirs) == []
+
+
+def test_a_user_setting_that_only_one_worker_compares_is_named_too():
+    theirs = fingerprint(index=1, user_settings={"EXTRA": "1"})
+    assert compare(fingerprint(), theirs) == [
+        "user setting EXTRA differs: worker-0:12345 has (not in its TFCLUSTER_USER_ENV), worker-1:12345 has 1"
+    ]
+
+
+def test_a_long_or_unprintable_user_setting_is_shown_on_one_line():
+    mine = fingerprint(user_settings={"PROMPT": "line one\nline two"})
+    theirs = fingerprint(index=1, user_settings={"PROMPT": "x" * 100})
+    assert compare(mine, theirs) == [
+        f"user setting PROMPT differs: worker-0:12345 has 'line one\\nline two', worker-1:12345 has '{'x' * 56}..."
+    ]
+
+
+def project_of(tmp_path, name: str, files: dict[str, str]) -> Digest:
+    root = tmp_path / name
+    root.mkdir()
+    for path, text in files.items():
+        (root / path).write_text(text)
+    return project_digest(str(root))
+
+
+@pytest.mark.parametrize(
+    "theirs",
+    [{"train.py": "rate = 0.2\n"}, {"train.py": "rate = 0.1\n", "extra.py": ""}],
+    ids=["a file changed", "a file added"],
+)
+def test_different_project_files_are_named_with_both_digests(tmp_path, theirs):
+    ours = project_of(tmp_path, "ours", {"train.py": "rate = 0.1\n"})
+    its = project_of(tmp_path, "theirs", theirs)
+    found = compare(fingerprint(project=ours), fingerprint(index=1, project=its))
+    assert found == [
+        f"project files differ: worker-0:12345 has {ours}, worker-1:12345 has {its} (different code on the workers)"
+    ]
+    assert str(ours) == f"{ours.sha256[:12]} (1 files, 11 bytes)"
+    same = project_of(tmp_path, "same", {"train.py": "rate = 0.1\n"})
+    assert compare(fingerprint(project=ours), fingerprint(index=1, project=same)) == []
+
+
+def test_a_worker_without_the_project_is_named():
+    ours = Digest(sha256="3f2a" * 16, summary="3 files, 1200 bytes")
+    assert compare(fingerprint(project=ours), fingerprint(index=1)) == [
+        "project files differ: worker-0:12345 has 3f2a3f2a3f2a (3 files, 1200 bytes), "
+        "worker-1:12345 has no project (no TFCLUSTER_PROJECT_DIR) (different code on the workers)"
+    ]
+
+
+def test_different_installed_packages_are_named():
+    ours = packages_digest(["numpy==1.26.4", "tensorflow==2.16.1"])
+    its = packages_digest(["numpy==1.26.4", "tensorflow==2.16.1", "tqdm==4.66.0"])
+    assert compare(fingerprint(packages=ours), fingerprint(index=1, packages=its)) == [
+        f"installed packages differ: worker-0:12345 has {ours.sha256[:12]} (2 packages), "
+        f"worker-1:12345 has {its.sha256[:12]} (3 packages) (workers built from different images or requirements)"
+    ]
+    assert compare(fingerprint(packages=ours), fingerprint(index=1, packages=ours)) == []
+
+
+def test_the_fingerprint_travels_whole_as_json():
+    whole = fingerprint(
+        user_settings={"LEARNING_RATE": "0.1", "UNSET": None},
+        project=Digest(sha256="ab" * 32, summary="1 files, 11 bytes"),
+        packages=packages_digest(["numpy==1.26.4"]),
+    )
+    assert Fingerprint.from_record(json.loads(json.dumps(whole.to_record()))) == whole
+    assert Fingerprint.from_record(json.loads(json.dumps(fingerprint().to_record()))) == fingerprint()
+
+
+# -- the final state, and who has seen it --------------------------------------------------------
+
+
+def test_the_server_counts_who_has_seen_its_current_state_only():
+    port = free_port()
+    server = Server(fingerprint(), port)
+    try:
+        server.set_state("running")
+        fetch("127.0.0.1", port, me=1, timeout=2)
+        assert server.wait_until_seen({1}, 2)  # Counted once the answer is out, a moment after the peer has it.
+        # Having seen it run tells a peer nothing of how it ended.
+        server.set_state("exited 0")
+        assert not server.wait_until_seen({1}, 0)
+        assert fetch("127.0.0.1", port, me=1, timeout=2)[1] == "exited 0"
+        assert server.wait_until_seen({1}, 2)
+        assert not server.wait_until_seen({1, 2}, 0)
+    finally:
+        server.close()
+
+
+def test_two_long_user_settings_alike_at_first_differ_all_the_same():
+    mine = fingerprint(user_settings={"CONFIG": "x" * 100 + "1"})
+    theirs = fingerprint(index=1, user_settings={"CONFIG": "x" * 100 + "2"})
+    assert compare(mine, theirs) == [
+        f"user setting CONFIG differs: worker-0:12345 has '{'x' * 56}..., worker-1:12345 has '{'x' * 56}..."
+    ]

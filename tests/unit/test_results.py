@@ -8,7 +8,9 @@ import time
 import pytest
 
 from tests.conftest import ROOT, one_worker_env, run_python
-from trainer.contract.resultsdir import WorkerFiles, wait_for_exit
+from trainer.contract.exitcodes import ExitCode
+from trainer.contract.resultsdir import WorkerFiles, recorded_exit_code, wait_for_exit
+from trainer.launcher.peers import recorded_exits
 
 
 @pytest.fixture
@@ -16,13 +18,14 @@ def launch():
     """Starts single-worker launchers; kills whatever is left of them after the test."""
     launched = []
 
-    def start(results_dir, command, name="worker-0"):
-        env = one_worker_env(results_dir, name)
+    def start(results_dir, command, name="worker-0", **variables):
+        env = one_worker_env(results_dir, name, **variables)
         launcher = subprocess.Popen(
             [sys.executable, "-m", "trainer.launcher", "--", *command],
             cwd=ROOT,
             env=env,
             stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
             text=True,
         )
         launched.append(launcher)
@@ -87,6 +90,64 @@ def test_sigterm_stops_a_program_that_ignores_it_within_the_grace_period(tmp_pat
     assert (record.state, record.exit_code) == ("exited", 143)
     assert record.details["reason"] == "launcher | worker-0:12345: stopped by SIGTERM"
     assert "launcher | worker-0:12345: stopped by SIGTERM\n" in record.log
+
+
+# On SIGTERM it takes a while to save, as TensorFlow's PreemptionCheckpointHandler does, then ends.
+SAVES_ON_SIGTERM = """
+import os, signal, sys, time
+def save(*_):
+    time.sleep(1.5)
+    os.write(1, b"saved\\n")  # Not print(): the signal may come while print() holds stdout.
+    sys.exit(0)
+signal.signal(signal.SIGTERM, save)
+print("up", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize(("grace", "saved"), [("6", True), ("0.5", False)])
+def test_the_stop_grace_is_how_long_a_stopped_program_may_take_to_end(tmp_path, launch, grace, saved):
+    launcher = launch(tmp_path, [sys.executable, "-c", SAVES_ON_SIGTERM], TF_STOP_GRACE=grace)
+    read_until(launcher.stdout, "up\n")
+    started = time.monotonic()
+    launcher.send_signal(signal.SIGTERM)  # As `docker compose stop` does: the launcher passes it on.
+    assert launcher.wait(timeout=10) == ExitCode.TERMINATED
+    output = launcher.stdout.read()
+    # With the shorter grace, SIGKILL comes before the save is done.
+    assert ("saved\n" in output) is saved, output
+    assert time.monotonic() - started < 5
+
+
+def test_a_bad_stop_grace_is_a_config_error(tmp_path, launch):
+    launcher = launch(tmp_path, [sys.executable, "-c", "print('never')"], TF_STOP_GRACE="0")
+    assert launcher.wait(timeout=30) == ExitCode.CONFIG_ERROR
+    assert launcher.stderr.read() == "trainer: config error: `TF_STOP_GRACE` (0.0) must be in (0, 3600] seconds\n"
+    assert launcher.stdout.read() == ""
+
+
+def test_a_peers_recorded_exit_is_read_only_from_an_exit_status_of_this_run(tmp_path):
+    files = WorkerFiles(tmp_path, "worker-1")
+    assert recorded_exit_code(files) is None  # No status at all.
+    files.status.write_text('{"state": "running", "pid": 7}')
+    assert recorded_exit_code(files) is None
+    files.status.write_text('{"state": "exited", "exit_code": 0}')
+    assert recorded_exit_code(files) == 0
+    assert recorded_exit_code(files, written_since=time.time() + 60) is None  # An earlier run's.
+    files.status.write_text('{"state": "exited", "exit_code": 5, "reason": "lost peer"}')
+    assert recorded_exit_code(files) == 5
+    files.status.write_text("{not json")
+    assert recorded_exit_code(files) is None
+
+
+def test_peers_exits_are_read_from_a_shared_results_directory_but_never_this_workers_own(tmp_path):
+    since = time.time() - 1
+    for name, exit_code in (("worker-0", 3), ("worker-1", 0)):
+        WorkerFiles(tmp_path, name).status.write_text(f'{{"state": "exited", "exit_code": {exit_code}}}')
+    recorded = recorded_exits(str(tmp_path), own_host="worker-0", since=since)
+    assert recorded("worker-1:12345") == 0
+    assert recorded("worker-2:12345") is None
+    assert recorded("worker-0:2222") is None  # Another process on this host: the status file is this one's.
+    assert recorded_exits(None, own_host="worker-0", since=since)("worker-1:12345") is None
 
 
 def test_verify_waits_on_a_results_directory(tmp_path):

@@ -94,6 +94,20 @@ def test_the_launch_settings_read_the_deadlines_the_port_the_results_and_the_net
     assert (launch.results_dir, launch.network_profile) == ("/results", "wan")
 
 
+def test_the_launch_settings_read_the_stop_grace_the_users_settings_and_the_project():
+    launch = LaunchSettings.from_env({})
+    assert (launch.stop_grace, launch.user_variables, launch.project_dir) == (2.0, (), "")
+    launch = LaunchSettings.from_env(
+        {
+            "TF_STOP_GRACE": "8.5",
+            "TFCLUSTER_USER_ENV": " LEARNING_RATE, ,OPTIMIZER,LEARNING_RATE,",
+            "TFCLUSTER_PROJECT_DIR": "/project",
+        }
+    )
+    assert (launch.stop_grace, launch.project_dir) == (8.5, "/project")
+    assert launch.user_variables == ("LEARNING_RATE", "OPTIMIZER")  # Each once, in order, blanks dropped.
+
+
 def test_the_keeper_and_recovery_settings_have_their_defaults():
     assert KeeperSettings.from_env({}) == KeeperSettings(restart_limit=3, results_dir="")
     assert KeeperSettings.from_env({"TF_RESTART_LIMIT": "0", "TF_RESULTS_DIR": "/results"}).restart_limit == 0
@@ -109,6 +123,11 @@ def test_the_keeper_and_recovery_settings_have_their_defaults():
         (LaunchSettings, {"TF_JOIN_TIMEOUT": "0"}, "`TF_JOIN_TIMEOUT` (0.0) must be in (0, 86400] seconds"),
         (LaunchSettings, {"TF_RUN_TIMEOUT": "inf"}, "`TF_RUN_TIMEOUT` (inf) must be in (0, 604800] seconds"),
         (LaunchSettings, {"TF_RENDEZVOUS_PORT": "65536"}, "`TF_RENDEZVOUS_PORT` (65536) must be in [1, 65535]"),
+        (LaunchSettings, {"TF_STOP_GRACE": "soon"}, "`TF_STOP_GRACE` ('soon') must be a number"),
+        (LaunchSettings, {"TF_STOP_GRACE": "0"}, "`TF_STOP_GRACE` (0.0) must be in (0, 3600] seconds"),
+        (LaunchSettings, {"TF_STOP_GRACE": "-1"}, "`TF_STOP_GRACE` (-1.0) must be in (0, 3600] seconds"),
+        (LaunchSettings, {"TF_STOP_GRACE": "3601"}, "`TF_STOP_GRACE` (3601.0) must be in (0, 3600] seconds"),
+        (LaunchSettings, {"TF_STOP_GRACE": "nan"}, "`TF_STOP_GRACE` (nan) must be in (0, 3600] seconds"),
         (
             RecoverySettings,
             {"TFCLUSTER_FAULT_EXIT_AT_STEP": "-1"},

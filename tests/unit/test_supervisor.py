@@ -10,8 +10,9 @@ import time
 import pytest
 
 from tests.conftest import free_port
-from tests.unit.conftest import finish, recorded_status
+from tests.unit.conftest import SLEEPER, finish, recorded_status
 from trainer.contract.exitcodes import ExitCode
+from trainer.launcher import lingering
 from trainer.launcher import watchdog as watchdog_module
 from trainer.launcher.barrier import Barrier
 from trainer.launcher.failures import (
@@ -23,10 +24,12 @@ from trainer.launcher.failures import (
     Stopped,
     TopologyMismatch,
 )
-from trainer.launcher.peers import Observation
-from trainer.launcher.rendezvous import Fingerprint
+from trainer.launcher.lingering import linger
+from trainer.launcher.peers import HEARTBEAT_TIMEOUT, Observation, PeerWatch
+from trainer.launcher.postmortem import judge
+from trainer.launcher.rendezvous import Fingerprint, Server
 from trainer.launcher.stopping import StopRequest
-from trainer.launcher.watchdog import Watchdog
+from trainer.launcher.watchdog import HEARTBEAT_MISSES, Watchdog
 
 
 def test_agreeing_workers_start_their_programs(cluster):
@@ -141,6 +144,101 @@ def test_a_failed_training_check_is_reported_as_such_after_the_peer_has_gone(clu
     assert code == ExitCode.TRAINING_CHECK_FAILED, output  # Not "peer lost": the peer ended well.
     # The program's own failure: the launcher has nothing to add, and its log says why.
     assert "reason" not in recorded_status(tmp_path, "127.0.0.1")
+
+
+@pytest.mark.parametrize(
+    ("theirs", "shown"),
+    [({"LEARNING_RATE": "0.2"}, "0.2"), ({}, "(unset)")],
+)
+def test_a_user_setting_that_differs_or_is_unset_on_a_peer_stops_both_workers(cluster, theirs, shown):
+    named = {"TFCLUSTER_USER_ENV": "LEARNING_RATE"}
+    workers = [cluster(0, **named, LEARNING_RATE="0.1"), cluster(1, **named, **theirs)]
+    me, peer = (f"127.0.0.1:{port}" for port in cluster.ports)
+    code, output, _ = finish(workers[0])
+    assert code == ExitCode.CONFIG_ERROR, output
+    assert f"topology mismatch: user setting LEARNING_RATE differs: {me} has 0.1, {peer} has {shown}\n" in output
+    assert finish(workers[1])[0] == ExitCode.CONFIG_ERROR
+
+
+def test_workers_given_different_project_files_stop_before_training(cluster, tmp_path):
+    projects = [tmp_path / "a", tmp_path / "b"]
+    for project, code in zip(projects, ("rate = 0.1\n", "rate = 0.2\n"), strict=True):
+        project.mkdir()
+        (project / "train.py").write_text(code)
+    workers = [cluster(index, TFCLUSTER_PROJECT_DIR=str(project)) for index, project in enumerate(projects)]
+    for worker in workers:
+        code, output, _ = finish(worker)
+        assert code == ExitCode.CONFIG_ERROR, output
+        assert "topology mismatch: project files differ: " in output
+        assert "(1 files, 11 bytes)" in output
+        assert output.rstrip().endswith("(different code on the workers)")
+        assert "training\n" not in output
+
+
+def test_a_project_directory_that_is_not_one_is_a_config_error(cluster, tmp_path):
+    code, output, _ = finish(cluster(0, TFCLUSTER_PROJECT_DIR=str(tmp_path / "nothing")))
+    assert code == ExitCode.CONFIG_ERROR
+    assert output == f"trainer: config error: `TFCLUSTER_PROJECT_DIR` ('{tmp_path}/nothing') is not a directory\n"
+
+
+# -- a peer that ended well is never lost ---------------------------------------------------------
+
+ENDS_IN_6S = [sys.executable, "-c", "import time; time.sleep(6); print('trained', flush=True)"]
+
+
+def test_a_peer_that_ended_seconds_earlier_is_not_lost(cluster):
+    """Its launcher serves its final state until the slower worker has seen it."""
+    workers = [cluster(0, ENDS_IN_6S), cluster(1, [sys.executable, "-c", "print('trained')"])]
+    code, output, elapsed = finish(workers[1])
+    assert code == 0, output
+    code, output, _ = finish(workers[0])
+    assert code == 0, output
+    assert "lost peer" not in output
+    assert "trained" in output
+
+
+# Two names of this machine, so that each worker has a status file of its own in one results
+# directory, each launcher on a side port of its own.
+TWO_HOSTS = "rendezvous.rendezvous_port = lambda cluster, position, base: base + position"
+# The peer's launcher is gone the moment it ends, never serving how it ended: as if the slower
+# worker, busy training, had not asked in time.
+GONE_UNSEEN = """
+lingering.LINGER = 0
+serve = rendezvous.Server.set_state
+rendezvous.Server.set_state = lambda server, state: None if state.startswith("exited") else serve(server, state)
+"""
+
+
+def two_hosts(cluster, results_dir, *, peer_exit: int, survivor: list[str], grace: float = 10.0):
+    """worker-0 (127.0.0.1) runs `survivor`; worker-1 (localhost) exits `peer_exit` after 1 s, unseen."""
+    hosts = f"127.0.0.1:{cluster.ports[0]},localhost:{cluster.ports[1]}"
+    common = {"TF_WORKER_HOSTS": hosts, "TF_RESULTS_DIR": str(results_dir)}
+    # A second's wait, so that worker-0 has seen worker-1 agree before it is gone.
+    peer = [sys.executable, "-c", f"import time; time.sleep(1); raise SystemExit({peer_exit})"]
+    survivor_patches = f"{TWO_HOSTS}\nwatchdog.FAILED_PEER_GRACE = {grace}"
+    workers = [
+        cluster(0, survivor, patches=survivor_patches, **common),
+        cluster(1, peer, patches=TWO_HOSTS + GONE_UNSEEN, **common),
+    ]
+    assert finish(workers[1])[0] == peer_exit
+    return finish(workers[0])
+
+
+def test_a_peer_gone_before_a_heartbeat_saw_it_end_well_is_finished_by_its_recorded_status(cluster, tmp_path):
+    code, output, _ = two_hosts(cluster, tmp_path, peer_exit=0, survivor=ENDS_IN_6S)
+    assert code == 0, output
+    assert "lost peer" not in output
+    peer = f"localhost:{cluster.ports[1]}"
+    assert f"peer {peer} is gone, having ended well (exit 0, as its recorded status says)" in output
+    assert recorded_status(tmp_path, "127.0.0.1")["exit_code"] == 0
+
+
+def test_a_peer_gone_before_a_heartbeat_saw_it_fail_is_lost_by_its_recorded_status(cluster, tmp_path):
+    code, output, _ = two_hosts(cluster, tmp_path, peer_exit=1, survivor=SLEEPER, grace=0.5)
+    assert code == ExitCode.PEER_LOST, output
+    peer = f"localhost:{cluster.ports[1]}"
+    assert f"lost peer {peer}: exited 1 (its recorded status)\n" in output
+    assert f"stopped: lost peer(s) {peer} (exited 1 (its recorded status))" in output
 
 
 def test_peers_are_asked_often_while_meeting_and_less_often_in_larger_clusters():
@@ -295,3 +393,137 @@ def test_the_watchdog_stops_the_program_a_grace_after_a_peer_failed_but_not_for_
         ExitCode.PEER_LOST,
         "stopped: lost peer(s) worker-2:12345 (exited 1)",
     )
+
+
+def test_the_watchdog_counts_a_silent_peer_that_recorded_a_successful_exit_as_finished():
+    gone = StandInWatch(1, Observation(None, "running", "name not resolvable", 3))
+    stops, said = [], []
+    recorded = {"worker-1:12345": 0}
+    guard = Watchdog(
+        watches=[gone],
+        run_timeout=60,
+        stop_program=lambda: stops.append("stop"),
+        say=said.append,
+        recorded_exit=recorded.get,
+    )
+    guard.start()
+    time.sleep(0.2)
+    guard.stop()
+    guard.join()
+    assert (guard.finished, guard.lost, stops, gone.stopped) == ({1}, {}, [], True)
+    assert said == ["peer worker-1:12345 is gone, having ended well (exit 0, as its recorded status says)"]
+
+
+@pytest.mark.parametrize(
+    ("recorded", "reason"),
+    [(1, "exited 1 (its recorded status)"), (None, "name not resolvable (3 heartbeats missed)")],
+)
+def test_the_watchdog_loses_a_silent_peer_that_recorded_a_failure_or_nothing(monkeypatch, recorded, reason):
+    monkeypatch.setattr(watchdog_module, "FAILED_PEER_GRACE", 0.1)
+    monkeypatch.setattr(watchdog_module, "LOST_PEER_GRACE", 0.1)
+    gone = StandInWatch(1, Observation(None, "running", "name not resolvable", 3))
+    stops, said = [], []
+    guard = Watchdog(
+        watches=[gone],
+        run_timeout=60,
+        stop_program=lambda: stops.append("stop"),
+        say=said.append,
+        recorded_exit=lambda address: recorded,
+    )
+    guard.start()
+    guard.join()  # It ends by itself once it has stopped the program.
+    assert (guard.finished, guard.lost, stops) == (set(), {"worker-1:12345": reason}, ["stop"])
+    assert said == [f"lost peer worker-1:12345: {reason}"]
+
+
+def test_a_peer_whose_last_answer_was_a_successful_exit_is_finished_though_it_no_longer_answers():
+    # Its end was seen, then it was gone before the watchdog looked: how it ended stays known.
+    gone = StandInWatch(1, Observation(None, "exited 0", "resolvable, not listening yet", 3))
+    guard, stops, said = watchdog([gone])
+    guard.start()
+    time.sleep(0.2)
+    guard.stop()
+    guard.join()
+    assert (guard.finished, guard.lost, stops, said) == ({1}, {}, [], [])
+
+
+def test_a_watch_asks_no_more_once_a_peer_has_said_how_it_ended():
+    port = free_port()
+    server = Server(Fingerprint(workers=WORKERS, index=1, settings={}), port)
+    server.set_state("exited 0")
+    watch = PeerWatch(position=1, address="127.0.0.1:1", port=port, me=0, timeout=1.0, interval=0.05)
+    try:
+        deadline = time.monotonic() + 5
+        while (watch.latest is None or watch.latest.state != "exited 0") and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        server.close()
+    time.sleep(0.3)  # Six more questions' time, had it gone on asking the closed port.
+    assert watch.latest == Observation(watch.latest.fingerprint, "exited 0", None, 0)
+    watch.stop()
+
+
+@pytest.mark.parametrize(("recorded", "lost"), [(0, None), (None, "resolvable, not listening yet"), (3, "exited 3")])
+def test_after_a_failure_a_gone_peer_is_lost_unless_it_recorded_a_successful_exit(recorded, lost):
+    gone = StandInWatch(1, Observation(None, "running", None, 0))
+    gone.address, gone.port = f"127.0.0.1:{free_port()}", free_port()  # Nothing listens there.
+    arguments = {"lost": {}, "watches": [gone], "finished": set(), "me": 0, "recorded_exit": lambda _: recorded}
+    if lost is None:
+        assert judge(1, **arguments) == 1  # The program's own failure: the launcher has nothing to add.
+        return
+    with pytest.raises(
+        PeerLost, match=f"^training program exited 1 after losing peer\\(s\\): {gone.address} \\({lost}"
+    ):
+        judge(1, **arguments)
+
+
+# -- the linger --------------------------------------------------------------------------------
+
+
+class SeenBy:
+    """What the linger asks of the server: who has fetched the final state (set by the test)."""
+
+    def __init__(self):
+        self.seen: set[int] = set()
+
+    def wait_until_seen(self, peers: set[int], timeout: float) -> bool:
+        if not peers <= self.seen:
+            time.sleep(timeout)
+        return peers <= self.seen
+
+
+def timed_linger(watches, server, *, timeout=5.0, stop=None) -> float:
+    started = time.monotonic()
+    linger(server=server, watches=watches, stop=stop or StopRequest(), timeout=timeout)
+    return time.monotonic() - started
+
+
+def test_the_linger_lasts_until_a_live_peer_has_seen_the_final_state():
+    running, server = StandInWatch(1, Observation(None, "running", None, 0)), SeenBy()
+    threading.Timer(0.3, server.seen.add, args=(1,)).start()
+    assert 0.3 <= timed_linger([running], server) < 1.5
+    assert running.interval == lingering.POLL_INTERVAL  # Asked more often meanwhile.
+
+
+def test_the_linger_lasts_until_a_live_peer_has_ended_itself():
+    running = StandInWatch(1, Observation(None, "running", None, 0))
+    threading.Timer(0.3, setattr, args=(running, "latest", Observation(None, "exited 1", None, 0))).start()
+    assert 0.3 <= timed_linger([running], SeenBy()) < 1.5
+
+
+def test_the_linger_waits_for_no_peer_that_cannot_ask_and_ends_at_its_bound_or_a_signal():
+    cannot_ask = [
+        StandInWatch(1, None),  # Never met.
+        StandInWatch(2, Observation(None, "running", "name not resolvable", 3)),  # Lost.
+        StandInWatch(3, Observation(None, "exited 0", None, 0)),  # Ended.
+    ]
+    assert timed_linger(cannot_ask, SeenBy()) < 0.5
+    never_asks = [StandInWatch(1, Observation(None, "running", None, 0))]
+    assert 0.3 <= timed_linger(never_asks, SeenBy(), timeout=0.3) < 1.0
+    stop = StopRequest()
+    threading.Timer(0.2, stop.request, args=(signal.SIGTERM,)).start()
+    assert timed_linger(never_asks, SeenBy(), stop=stop) < 1.0
+
+
+def test_the_linger_lasts_as_long_as_a_peer_takes_to_count_a_silent_worker_lost():
+    assert lingering.LINGER == HEARTBEAT_MISSES * (HEARTBEAT_TIMEOUT + watchdog_module.HEARTBEAT_INTERVAL) == 9.0

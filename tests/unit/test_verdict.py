@@ -124,3 +124,26 @@ def test_a_failed_event_of_another_exit_code_is_not_the_reason():
 def test_a_status_reason_is_only_read_for_a_failed_exit():
     passed = WorkerReport(name="worker-0", state="exited", exit_code=0, log=report(0).log, reason="finished")
     assert judge([passed, report(1)], expected_workers=2).passed
+
+
+def test_a_failed_worker_without_a_better_reason_shows_its_exception_line_not_what_it_printed_after():
+    log = (
+        "Traceback (most recent call last):\n"
+        '  File "/user/train.py", line 9, in <module>\n'
+        "ValueError: bad batch:\n"
+        "  0: <tf.Tensor: shape=(64, 28, 28), dtype=float32, numpy=\n"
+        "array([[[0., 0., 0., ..., 0., 0., 0.]]], dtype=float32)>\n"
+        "launcher | worker-0:12345: training program used 7.2s, 9.1 CPU-seconds, peak memory 542 MiB\n"
+    )
+    verdict = judge([report(0, exit_code=1, log=log), report(1)], expected_workers=2)
+    assert verdict.problems == ("worker-0: exited 1: ValueError: bad batch:",)
+    saved = judge([report(0, state="log", exit_code=None, log=log)], expected_workers=1)
+    assert saved.problems == ("worker-0: no final metrics in its log, which ends in ValueError: bad batch:",)
+
+
+def test_a_reason_from_a_log_is_never_longer_than_one_short_line():
+    log = "trainer: training check failed: " + "x" * 1000
+    problem = judge([report(0, exit_code=3, log=log), report(1)], expected_workers=2).problems[0]
+    assert problem.startswith("worker-0: exited 3: trainer: training check failed: xxx")
+    assert problem.endswith("…")
+    assert len(problem) == len("worker-0: exited 3: ") + 200

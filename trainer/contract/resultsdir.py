@@ -95,6 +95,24 @@ def wait_for_exit(files: WorkerFiles, deadline: float, clock, *, start_deadline:
     return WorkerRecord(files.name, "killed", None, log)
 
 
+def recorded_exit_code(files: WorkerFiles, *, written_since: float = 0.0) -> int | None:
+    """The exit code a worker's launcher recorded in its status, if it says the worker exited; else None.
+
+    A status last written before `written_since` (wall-clock seconds) is an earlier run's, and so
+    says nothing of this one: None too. So does a status that is missing or cannot be read.
+    """
+    try:
+        if files.status.stat().st_mtime < written_since:
+            return None
+        status = json.loads(files.status.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(status, dict) or status.get("state") != "exited":
+        return None
+    exit_code = status.get("exit_code")
+    return exit_code if isinstance(exit_code, int) else None
+
+
 def _wait_for_unlock(path: Path, timeout: float) -> bool:
     """Blocks on a shared flock in a thread, so the wait ends the moment the launcher's lock goes."""
     with open(path) as handle:

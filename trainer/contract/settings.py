@@ -188,6 +188,11 @@ class TrainingSettings(Settings):
 ENV_NAMES = TrainingSettings.env_names()
 
 
+def _comma_separated(text: str) -> tuple[str, ...]:
+    """The names in a comma-separated list, each once, in order; blanks between commas are no name."""
+    return tuple(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+
+
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class LaunchSettings(Settings):
     """How the launcher bounds a worker's life (docs/settings.md, "Deadlines"), and what it is told to expect."""
@@ -203,6 +208,18 @@ class LaunchSettings(Settings):
     results_dir: str = setting(env="TF_RESULTS_DIR", default="")
     # Empty: no shaper beside the worker. The shaper (trainer/shaper/) knows the profiles and checks the name.
     network_profile: str = setting(env="TF_NETWORK_PROFILE", default="")
+    # How long a stopped program (a signal, a lost peer, the run deadline) may take to end before it
+    # gets SIGKILL: time for TensorFlow's PreemptionCheckpointHandler to save, say. Docker kills the
+    # launcher itself at Compose's `stop_grace_period` (10 s unless set), so that must be longer.
+    stop_grace: float = setting(
+        env="TF_STOP_GRACE", kind=float, greater_than=0, at_most=3600, unit="seconds", default=2.0
+    )
+    # The user's own settings (scripts/run --env, --env-file), comma-separated names: the rendezvous
+    # compares their values on every worker, as it does the TRAIN_* settings.
+    user_variables: tuple[str, ...] = setting(env="TFCLUSTER_USER_ENV", kind=_comma_separated, default=())
+    # Empty: no project of the user's. Else where it is mounted (read-only): the rendezvous compares
+    # a digest of its files on every worker (trainer/launcher/digests.py).
+    project_dir: str = setting(env="TFCLUSTER_PROJECT_DIR", default="")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

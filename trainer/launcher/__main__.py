@@ -10,13 +10,14 @@ import signal
 import socket
 import sys
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
 
 from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.settings import LaunchSettings, TrainingSettings
-from trainer.launcher import rendezvous
+from trainer.launcher import digests, rendezvous
 from trainer.launcher.supervisor import Deadlines, Supervisor
 
 
@@ -30,6 +31,7 @@ def main(argv: list[str]) -> int:
         launch = LaunchSettings.from_env(os.environ)
         _check_rendezvous_port(cluster, launch.rendezvous_port)
         _check_identity(cluster, socket.gethostname())
+        fingerprint = _fingerprint(cluster, settings, launch, os.environ)
     except ValueError as error:
         name = socket.gethostname()
         return _config_error(str(error), Recorder(WorkerFiles(Path(results_dir), name)) if results_dir else None)
@@ -45,18 +47,41 @@ def main(argv: list[str]) -> int:
     try:
         supervisor = Supervisor(
             cluster=cluster,
-            fingerprint=rendezvous.Fingerprint.of(cluster, settings),
+            fingerprint=fingerprint,
             rendezvous_base_port=launch.rendezvous_port,
-            deadlines=Deadlines(join=launch.join_timeout, run=launch.run_timeout),
+            deadlines=Deadlines(join=launch.join_timeout, run=launch.run_timeout, stop_grace=launch.stop_grace),
             recorder=recorder,
             shaped_in=launch.results_dir if launch.network_profile else None,
             run_id=run_id,
+            results_dir=launch.results_dir or None,
         )
     except OSError as error:  # The rendezvous port is taken, most likely.
         return _config_error(f"cannot serve the rendezvous on port {launch.rendezvous_port}: {error}", recorder)
     signal.signal(signal.SIGTERM, supervisor.handle_signal)
     signal.signal(signal.SIGINT, supervisor.handle_signal)
     return supervisor.run(command, {**os.environ, "TF_CONFIG": cluster.tf_config_json()})
+
+
+def _fingerprint(
+    cluster: cluster_config.Cluster, settings: TrainingSettings, launch: LaunchSettings, environ: Mapping[str, str]
+) -> rendezvous.Fingerprint:
+    """What this worker compares with every peer: the settings, the user's own, and digests of the code.
+
+    The user's settings are read here, as every other variable is: `TFCLUSTER_USER_ENV` names them.
+    """
+    project = None
+    if launch.project_dir:
+        try:
+            project = digests.project_digest(launch.project_dir)
+        except ValueError as error:
+            raise ValueError(f"`TFCLUSTER_PROJECT_DIR` ({launch.project_dir!r}) {error}") from None
+    return rendezvous.Fingerprint.of(
+        cluster,
+        settings,
+        user_settings={name: environ.get(name) for name in launch.user_variables},
+        project=project,
+        packages=digests.packages_digest(),
+    )
 
 
 def _config_error(reason: str, recorder: Recorder | None) -> int:

@@ -7,8 +7,11 @@ not exist, which takes the resolver's full timeout) never delays what is learned
 import dataclasses
 import threading
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 from trainer.contract.cluster import Cluster, host_of
+from trainer.contract.resultsdir import WorkerFiles, recorded_exit_code
 from trainer.launcher import rendezvous
 
 # How long one question to a peer may take before it counts as unanswered.
@@ -19,7 +22,10 @@ CHECK_INTERVAL = 0.05
 
 @dataclasses.dataclass(frozen=True)
 class Observation:
-    """The latest answer of a peer, or why it did not answer, and how many times in a row."""
+    """The latest answer of a peer, or why it did not answer, and how many times in a row.
+
+    Unanswered, it keeps the fingerprint and state of the last answer: what the peer last said.
+    """
 
     fingerprint: rendezvous.Fingerprint | None
     state: str | None
@@ -60,6 +66,10 @@ class PeerWatch:
                 )
                 misses = 0
                 self._latest = Observation(fingerprint, state, None, 0)
+                if state.startswith("exited"):
+                    # How a peer ended is its last news: asking on would only find it gone, and
+                    # must not hide that it ended well from a phase that has not looked yet.
+                    return
             except rendezvous.PeerUnavailable as unavailable:
                 misses += 1
                 previous = self._latest
@@ -70,6 +80,33 @@ class PeerWatch:
                     misses,
                 )
             self._stopped.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+
+# The exit code a peer's launcher recorded (by the peer's address), when there is a record to read.
+RecordedExit = Callable[[str], int | None]
+
+
+def nothing_recorded(_address: str) -> int | None:
+    """Without a results directory shared with the peers, no peer's exit is on record."""
+    return None
+
+
+def recorded_exits(results_dir: str | None, *, own_host: str, since: float) -> RecordedExit:
+    """How peers' exits are read from a results directory shared with them (compose.yaml's /results).
+
+    `since` is when this launcher started (wall-clock): a status written before it is an earlier
+    run's. Workers that share this worker's host share its status file too, so theirs is unknown.
+    """
+    if not results_dir:
+        return nothing_recorded
+
+    def recorded_exit(address: str) -> int | None:
+        host = host_of(address)
+        if host == own_host:
+            return None
+        return recorded_exit_code(WorkerFiles(Path(results_dir), host), written_since=since)
+
+    return recorded_exit
 
 
 def watch_peers(cluster: Cluster, base_port: int, *, interval: float) -> list[PeerWatch]:

@@ -3,17 +3,26 @@
 The program's own verdict stands when it gave one (a config error, a failed training check). A
 failure without one is often a peer's doing: TensorFlow fails at once when a peer goes, often
 before a heartbeat has noticed. So every peer not seen ending well is asked, right then, whether
-it is gone or failed; if any is, the worker ends as having lost it.
+it is gone or failed; if any is, the worker ends as having lost it. A peer that is gone but
+recorded a successful exit (trainer/launcher/watchdog.py, `recorded_exit`) ended well: no loss.
 """
 
 from trainer.contract.cluster import host_of
 from trainer.contract.exitcodes import ExitCode
 from trainer.launcher import rendezvous
 from trainer.launcher.failures import PeerLost, listing
-from trainer.launcher.peers import PeerWatch
+from trainer.launcher.peers import PeerWatch, RecordedExit, nothing_recorded
 
 
-def judge(exit_code: int, *, lost: dict[str, str], watches: list[PeerWatch], finished: set[int], me: int) -> int:
+def judge(
+    exit_code: int,
+    *,
+    lost: dict[str, str],
+    watches: list[PeerWatch],
+    finished: set[int],
+    me: int,
+    recorded_exit: RecordedExit = nothing_recorded,
+) -> int:
     """The launcher's exit code for the program's `exit_code`; PeerLost if lost peers explain a failure.
 
     `lost` are the peers the watchdog found lost, `finished` the positions of those it saw end well.
@@ -22,13 +31,15 @@ def judge(exit_code: int, *, lost: dict[str, str], watches: list[PeerWatch], fin
         return exit_code  # The program's own verdict on itself, whatever its peers did since.
     if exit_code == 0:
         return ExitCode.OK
-    lost = lost or probe_peers(watches, finished=finished, me=me)
+    lost = lost or probe_peers(watches, finished=finished, me=me, recorded_exit=recorded_exit)
     if lost:
         raise PeerLost(f"training program exited {_describe(exit_code)} after losing peer(s): {listing(lost)}")
     return 128 - exit_code if exit_code < 0 else exit_code  # As a shell reports a process a signal ended.
 
 
-def probe_peers(watches: list[PeerWatch], *, finished: set[int], me: int) -> dict[str, str]:
+def probe_peers(
+    watches: list[PeerWatch], *, finished: set[int], me: int, recorded_exit: RecordedExit = nothing_recorded
+) -> dict[str, str]:
     """Asks every peer, one after another, whether it is gone or failed: address, and why."""
     lost = {}
     for watch in watches:
@@ -38,7 +49,11 @@ def probe_peers(watches: list[PeerWatch], *, finished: set[int], me: int) -> dic
         try:
             _, state = rendezvous.fetch(host_of(watch.address), watch.port, me=me, timeout=1.0)
         except rendezvous.PeerUnavailable as unavailable:
-            lost[watch.address] = str(unavailable)
+            recorded = recorded_exit(watch.address)
+            if recorded is None:
+                lost[watch.address] = str(unavailable)
+            elif recorded != 0:  # Gone after ending well is no loss either.
+                lost[watch.address] = f"exited {recorded} (its recorded status)"
             continue
         if state.startswith("exited") and state != "exited 0":
             lost[watch.address] = state

@@ -1,5 +1,13 @@
 """The training program, as the launcher runs it: started (perhaps held at the start gate), its
 output forwarded line by line, stopped on demand, waited for, and its resource usage reported.
+
+Stopping is SIGTERM to the program's process group, then SIGKILL `stop_grace` seconds later
+(`TF_STOP_GRACE`, trainer/contract/settings.py): TensorFlow's preemption notifier swallows SIGTERM,
+and a PreemptionCheckpointHandler saves in that time. The launcher stops the program on a lost
+peer, at the run deadline, and on its own SIGTERM or SIGINT: as the image's PID 1 (docker/Dockerfile's
+exec-form ENTRYPOINT) it receives `docker compose stop`'s SIGTERM and passes it on
+(trainer/launcher/supervisor.py, `handle_signal`). Docker SIGKILLs the launcher and all with it
+when Compose's `stop_grace_period` (10 s unless set) has passed, so that must exceed the grace.
 """
 
 import contextlib
@@ -13,9 +21,7 @@ from collections.abc import Iterator
 
 from trainer.contract import gate
 from trainer.contract.console import Log, show
-
-# TensorFlow's preemption notifier swallows SIGTERM; after this long the program gets SIGKILL.
-STOP_GRACE = 2.0
+from trainer.contract.settings import LaunchSettings
 
 # This project's own programs wait at the start gate (trainer/contract/gate.py) after their imports.
 GATED_MODULES = frozenset({"trainer.training", "trainer.benchmark.allreduce"})
@@ -33,10 +39,19 @@ def honours_gate(command: list[str]) -> bool:
 class Program:
     """One run of `command`, in a process group of its own so that stopping it reaches its children."""
 
-    def __init__(self, *, command: list[str], environment: dict[str, str], recorder: Log | None):
+    def __init__(
+        self,
+        *,
+        command: list[str],
+        environment: dict[str, str],
+        recorder: Log | None,
+        # The dataclass holds each setting's default as a class attribute: `TF_STOP_GRACE`'s.
+        stop_grace: float = LaunchSettings.stop_grace,
+    ):
         self._command = command
         self._environment = environment
         self._recorder = recorder
+        self._stop_grace = stop_grace
         self._process: subprocess.Popen | None = None
         self._forwarder: threading.Thread | None = None
         self._started = 0.0
@@ -85,7 +100,7 @@ class Program:
         return self._process is not None and self._process.poll() is not None
 
     def stop(self) -> None:
-        """SIGTERM to the program's process group, and SIGKILL if it is still there STOP_GRACE later."""
+        """SIGTERM to the program's process group, and SIGKILL if it is still there `stop_grace` seconds later."""
         self._stop_requested = True
         process = self._process
         if process is None:
@@ -94,7 +109,7 @@ class Program:
             os.killpg(process.pid, signal.SIGTERM)
         except ProcessLookupError:
             return
-        timer = threading.Timer(STOP_GRACE, _kill_group, args=(process.pid,))
+        timer = threading.Timer(self._stop_grace, _kill_group, args=(process.pid,))
         timer.daemon = True
         timer.start()
 

@@ -1,9 +1,10 @@
 """The rendezvous: before any training, every worker compares what it was given with every peer.
 
-TensorFlow notices neither a mismatched port, batch size or seed (it trains on silently) nor a
-peer that never starts (it waits for an hour). So each worker's launcher serves a fingerprint of
-its configuration over HTTP on a side port, fetches every peer's, and names the first field that
-differs. The same endpoint then serves as a heartbeat while training runs.
+TensorFlow notices neither a mismatched port, batch size, seed, user setting or version of the
+code (it trains on silently) nor a peer that never starts (it waits for an hour). So each worker's
+launcher serves a fingerprint of its configuration over HTTP on a side port, fetches every peer's,
+and names every field that differs. The same endpoint then serves as a heartbeat while training
+runs, and at the end tells the peers how this worker ended.
 """
 
 import dataclasses
@@ -15,44 +16,78 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 
 from trainer.contract.cluster import Cluster, host_of
 from trainer.contract.settings import ENV_NAMES, TrainingSettings
+from trainer.launcher.digests import Digest
 
 
 @dataclasses.dataclass(frozen=True)
 class Fingerprint:
-    """What must be identical on every worker, plus who this worker says it is."""
+    """What must be identical on every worker, plus who this worker says it is.
+
+    Besides the cluster and the TRAIN_* settings: the user's own settings (`TFCLUSTER_USER_ENV`'s
+    names, each with its value here, None where unset), and digests of the project's files (None
+    without a project) and of the installed packages (trainer/launcher/digests.py), all computed
+    at the edge (trainer/launcher/__main__.py).
+    """
 
     workers: tuple[str, ...]
     index: int
     settings: dict
+    user_settings: dict = dataclasses.field(default_factory=dict)
+    project: Digest | None = None
+    packages: Digest | None = None
 
     @classmethod
-    def of(cls, cluster: Cluster, settings: TrainingSettings) -> "Fingerprint":
+    def of(
+        cls,
+        cluster: Cluster,
+        settings: TrainingSettings,
+        *,
+        user_settings: Mapping[str, str | None] | None = None,
+        project: Digest | None = None,
+        packages: Digest | None = None,
+    ) -> "Fingerprint":
         # Only what changes the computation: the accuracy pass mark is each worker's own check.
         named = {ENV_NAMES[key]: value for key, value in dataclasses.asdict(settings).items() if key != "min_accuracy"}
-        return cls(workers=cluster.workers, index=cluster.index, settings=named)
+        return cls(
+            workers=cluster.workers,
+            index=cluster.index,
+            settings=named,
+            user_settings=dict(user_settings or {}),
+            project=project,
+            packages=packages,
+        )
 
     def to_record(self) -> dict:
-        return {"workers": list(self.workers), "index": self.index, "settings": self.settings}
+        return {
+            "workers": list(self.workers),
+            "index": self.index,
+            "settings": self.settings,
+            "user_settings": self.user_settings,
+            "project": self.project.to_record() if self.project else None,
+            "packages": self.packages.to_record() if self.packages else None,
+        }
 
     @classmethod
     def from_record(cls, record: dict) -> "Fingerprint":
-        return cls(workers=tuple(record["workers"]), index=record["index"], settings=record["settings"])
+        return cls(
+            workers=tuple(record["workers"]),
+            index=record["index"],
+            settings=record["settings"],
+            # Every worker of a run runs the same launcher; a record without these comes from
+            # another version, and then shows as having none, which differs from this worker's.
+            user_settings=record.get("user_settings", {}),
+            project=Digest.from_record(record.get("project")),
+            packages=Digest.from_record(record.get("packages")),
+        )
 
 
 def differences(mine: Fingerprint, theirs: Fingerprint, *, me: str, peer: str, expected_index: int) -> list[str]:
-    """Every field on which a peer disagrees, each named with both workers' values."""
-    found = []
-    if len(mine.workers) != len(theirs.workers):
-        found.append(f"worker count differs: {me} has {len(mine.workers)}, {peer} has {len(theirs.workers)}")
-    elif mine.workers != theirs.workers:
-        for position, (ours, its) in enumerate(zip(mine.workers, theirs.workers, strict=False)):
-            if host_of(ours) != host_of(its):
-                found.append(f"worker {position}'s host differs: {me} has {host_of(ours)}, {peer} has {host_of(its)}")
-            elif ours != its:
-                found.append(f"port of {host_of(ours)} differs: {me} has {ours}, {peer} has {its}")
+    """Every field on which a peer disagrees, one line each, naming both workers' values."""
+    found = _cluster_differences(mine, theirs, me=me, peer=peer)
     if theirs.index != expected_index:
         found.append(
             f"{peer} says it is worker {theirs.index} (TF_TASK_INDEX), "
@@ -61,7 +96,51 @@ def differences(mine: Fingerprint, theirs: Fingerprint, *, me: str, peer: str, e
     for key in sorted(set(mine.settings) | set(theirs.settings)):
         if mine.settings.get(key) != theirs.settings.get(key):
             found.append(f"{key} differs: {me} has {mine.settings.get(key)}, {peer} has {theirs.settings.get(key)}")
+    for name in sorted(set(mine.user_settings) | set(theirs.user_settings)):
+        # Compared as they are: two long values may look alike once cut short to be shown.
+        ours, its = (fingerprint.user_settings.get(name, _NOT_LISTED) for fingerprint in (mine, theirs))
+        if ours != its:
+            found.append(f"user setting {name} differs: {me} has {_shown(ours)}, {peer} has {_shown(its)}")
+    if mine.project != theirs.project:
+        ours, its = (fingerprint.project or "no project (no TFCLUSTER_PROJECT_DIR)" for fingerprint in (mine, theirs))
+        found.append(f"project files differ: {me} has {ours}, {peer} has {its} (different code on the workers)")
+    if mine.packages != theirs.packages:
+        found.append(
+            f"installed packages differ: {me} has {mine.packages or 'none listed'}, "
+            f"{peer} has {theirs.packages or 'none listed'} (workers built from different images or requirements)"
+        )
     return found
+
+
+def _cluster_differences(mine: Fingerprint, theirs: Fingerprint, *, me: str, peer: str) -> list[str]:
+    if len(mine.workers) != len(theirs.workers):
+        return [f"worker count differs: {me} has {len(mine.workers)}, {peer} has {len(theirs.workers)}"]
+    found = []
+    for position, (ours, its) in enumerate(zip(mine.workers, theirs.workers, strict=True)):
+        if host_of(ours) != host_of(its):
+            found.append(f"worker {position}'s host differs: {me} has {host_of(ours)}, {peer} has {host_of(its)}")
+        elif ours != its:
+            found.append(f"port of {host_of(ours)} differs: {me} has {ours}, {peer} has {its}")
+    return found
+
+
+# Longer values are cut short in the one line that names a difference.
+_SHOWN_LENGTH = 60
+# The value of a user setting that a worker does not compare: its TFCLUSTER_USER_ENV lacks the name.
+_NOT_LISTED = object()
+
+
+def _shown(value: object) -> str:
+    """A user setting's value as a difference line shows it: plain when it is short, printable text."""
+    if value is _NOT_LISTED:
+        return "(not in its TFCLUSTER_USER_ENV)"
+    if value is None:
+        return "(unset)"
+    value = str(value)
+    if value and value.isprintable() and value == value.strip() and len(value) <= _SHOWN_LENGTH:
+        return value
+    shown = repr(value)
+    return shown if len(shown) <= _SHOWN_LENGTH else f"{shown[: _SHOWN_LENGTH - 3]}..."
 
 
 def rendezvous_port(cluster: Cluster, position: int, base: int) -> int:
@@ -77,8 +156,8 @@ def rendezvous_port(cluster: Cluster, position: int, base: int) -> int:
 class Server:
     """Serves this worker's fingerprint and state (`GET /?from=INDEX`) while the launcher lives.
 
-    It remembers which peers have seen it since it agreed to train, so that a worker whose program
-    ends quickly does not vanish before a slower peer has confirmed it (see `wait_until_seen`).
+    It remembers which peers have fetched its current state, so that a worker that ends does not
+    vanish before its peers have learned how it ended (see `wait_until_seen`).
     """
 
     def __init__(self, fingerprint: Fingerprint, port: int):
@@ -115,8 +194,9 @@ class Server:
     def set_state(self, state: str) -> None:
         with self._changed:
             self._state = state
-            if state == "waiting":
-                self._seen_by.clear()
+            # Having seen an earlier state tells a peer nothing of this one: above all, not how
+            # this worker ended, which is what the peer needs to tell a finished worker from a lost one.
+            self._seen_by.clear()
 
     def _seen(self, peer: str, state: str) -> None:
         with self._changed:
@@ -125,7 +205,7 @@ class Server:
                 self._changed.notify_all()
 
     def wait_until_seen(self, peers: set[int], timeout: float) -> bool:
-        """Waits until every one of `peers` has fetched this worker's state since it agreed."""
+        """Waits until every one of `peers` has fetched this worker's current state; False if not within `timeout`."""
         with self._changed:
             return self._changed.wait_for(lambda: peers <= self._seen_by, timeout)
 

@@ -10,8 +10,9 @@ Phases, each bounded, each in a module of its own:
 2. Training (up to the run deadline): the program runs while a watchdog watches every peer and
    stops the program if one is lost (trainer/launcher/watchdog.py); a program that fails on its
    own is asked about afterwards: did a peer go? (trainer/launcher/postmortem.py).
-3. Exit: the final state stays served until every live peer has seen it (at most a few seconds),
-   so a slower peer learns how this worker ended instead of finding it gone.
+3. Exit: the final state stays served until every live peer has seen it (at most 9 s), so a
+   slower peer learns how this worker ended instead of finding it gone (trainer/launcher/lingering.py);
+   with a shared results directory, a peer that still missed it reads the status recorded there.
 A phase that ends the run raises a LaunchFailure (trainer/launcher/failures.py), a signal included:
 its message is printed as one `launcher |` line and recorded as the status's reason, and its code
 is the exit code (trainer.contract.exitcodes).
@@ -21,6 +22,7 @@ import dataclasses
 import os
 import signal
 import sys
+import time
 
 from trainer.contract.cluster import Cluster
 from trainer.contract.console import show
@@ -28,21 +30,22 @@ from trainer.contract.resultsdir import Recorder
 from trainer.launcher import rendezvous
 from trainer.launcher.barrier import Barrier, meeting_interval
 from trainer.launcher.failures import LaunchFailure
-from trainer.launcher.peers import PeerWatch, watch_peers
+from trainer.launcher.lingering import linger
+from trainer.launcher.peers import PeerWatch, recorded_exits, watch_peers
 from trainer.launcher.postmortem import judge
 from trainer.launcher.program import Program, honours_gate
 from trainer.launcher.shaping import wait_for_shaping
 from trainer.launcher.stopping import StopRequest
 from trainer.launcher.watchdog import Watchdog
 
-# How long an ending worker keeps serving its final state for peers that have not yet seen it.
-LINGER = 3.0
-
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Deadlines:
+    """The launch settings' bounds: the join and run deadlines, and how long a stopped program may take to end."""
+
     join: float
     run: float
+    stop_grace: float
 
 
 class Supervisor:
@@ -56,6 +59,7 @@ class Supervisor:
         recorder: Recorder | None,
         shaped_in: str | None = None,
         run_id: str | None = None,
+        results_dir: str | None = None,
     ):
         self._cluster = cluster
         self._fingerprint = fingerprint
@@ -65,6 +69,10 @@ class Supervisor:
         self._run_id = run_id  # This launcher's, as its status publishes it for the shaper.
         self._me = cluster.address
         self._base_port = rendezvous_base_port
+        # Where the peers' statuses tell how they ended, for one gone before a heartbeat saw it. A
+        # peer ends after it has met this worker, so a status older than this launcher is a stale
+        # one; the slack is for file systems that keep modification times to the second or two.
+        self._recorded_exit = recorded_exits(results_dir, own_host=cluster.host, since=time.time() - 2)
         self._server = rendezvous.Server(
             fingerprint, rendezvous.rendezvous_port(cluster, cluster.index, rendezvous_base_port)
         )
@@ -94,9 +102,18 @@ class Supervisor:
     def run(self, command: list[str], environment: dict[str, str]) -> int:
         """The phases in order; the first failure, or a signal, ends the run with its exit code."""
         self._watches = watch_peers(self._cluster, self._base_port, interval=meeting_interval(self._cluster.size - 1))
-        self._program = Program(command=command, environment=environment, recorder=self._recorder)
+        self._program = Program(
+            command=command,
+            environment=environment,
+            recorder=self._recorder,
+            stop_grace=self._deadlines.stop_grace,
+        )
         self._watchdog = Watchdog(
-            watches=self._watches, run_timeout=self._deadlines.run, stop_program=self._program.stop, say=self.say
+            watches=self._watches,
+            run_timeout=self._deadlines.run,
+            stop_program=self._program.stop,
+            say=self.say,
+            recorded_exit=self._recorded_exit,
         )
         try:
             self._wait_for_network()
@@ -159,6 +176,7 @@ class Supervisor:
             watches=self._watches,
             finished=self._watchdog.finished,
             me=self._cluster.index,
+            recorded_exit=self._recorded_exit,
         )
 
     def _end(self, exit_code: int, reason: str | None) -> None:
@@ -167,13 +185,11 @@ class Supervisor:
         if self._recorder:
             # A reason only when the launcher ended the run: otherwise the program's own log says why.
             self._recorder.finish(exit_code, **({"reason": reason} if reason else {}))
-        for watch in self._watches:
-            watch.stop()
 
     def _linger(self) -> None:
-        """Serves the final state until every live peer has seen it (at most LINGER), then stops serving."""
-        # After a signal it ends at once: whoever sent it waits for this process, not for its peers.
-        if not self._stop.requested:
-            answered = {watch.position for watch in self._watches if watch.latest and watch.latest.answered}
-            self._server.wait_until_seen(answered - self._watchdog.finished, LINGER)
+        """Serves the final state until every live peer has seen it, then stops serving and asking."""
+        # The watches go on asking meanwhile: a peer seen ending is waited for no longer.
+        linger(server=self._server, watches=self._watches, stop=self._stop)
+        for watch in self._watches:
+            watch.stop()
         self._server.close()

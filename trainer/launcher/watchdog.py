@@ -3,6 +3,12 @@
 A peer that stops answering, or reports a failed exit, is lost; the program then gets a grace
 period to end on its own (TensorFlow usually fails at once), and is stopped after it. A peer that
 reports a successful exit has finished, and its going away later is no loss.
+
+A peer may also end well and be gone before a heartbeat saw it end: its launcher waits a while
+for its peers to look (trainer/launcher/lingering.py), but one busy training may not. So before a
+silent peer counts as lost, the exit its launcher recorded is asked for (`recorded_exit`: its
+status in a results directory shared with this worker, when there is one); exit 0 there means
+finished, as if a heartbeat had seen it.
 """
 
 import math
@@ -11,7 +17,7 @@ import time
 from collections.abc import Callable
 
 from trainer.launcher.failures import DeadlineExceeded, LaunchFailure, PeerLost, listing
-from trainer.launcher.peers import CHECK_INTERVAL, PeerWatch
+from trainer.launcher.peers import CHECK_INTERVAL, Observation, PeerWatch, RecordedExit, nothing_recorded
 
 # How often each peer is asked while training runs, once the workers have met.
 HEARTBEAT_INTERVAL = 1.0
@@ -36,8 +42,10 @@ class Watchdog:
         run_timeout: float,
         stop_program: Callable[[], None],
         say: Callable[[str], None],
+        recorded_exit: RecordedExit = nothing_recorded,
     ):
         self._watches = watches
+        self._recorded_exit = recorded_exit
         self._run_timeout = run_timeout
         self._stop_program = stop_program
         self._say = say
@@ -87,15 +95,29 @@ class Watchdog:
         seen = watch.latest
         if seen is None:
             return
-        if seen.answered and seen.state == "exited 0":
+        # The state is the peer's last answer, even once it no longer answers: how it ended is final.
+        if seen.state == "exited 0":
             self.finished.add(watch.position)
             watch.stop()  # It is about to vanish, and that is no loss.
-        elif seen.answered and seen.state.startswith("exited"):
+        elif seen.state and seen.state.startswith("exited"):
             # A failed peer is gone for good, so the grace is shorter; not zero, because this
             # worker may be past its last collective and finishing well.
             self._lose(watch.address, seen.state)
             self._stop_at = min(self._stop_at, now + FAILED_PEER_GRACE)
         elif seen.misses >= HEARTBEAT_MISSES:
+            self._gone(watch, seen, now)
+
+    def _gone(self, watch: PeerWatch, seen: Observation, now: float) -> None:
+        """A peer no longer answers: finished if it recorded a successful exit, else lost."""
+        recorded = self._recorded_exit(watch.address)
+        if recorded == 0:
+            self.finished.add(watch.position)
+            watch.stop()
+            self._say(f"peer {watch.address} is gone, having ended well (exit 0, as its recorded status says)")
+        elif recorded is not None:
+            self._lose(watch.address, f"exited {recorded} (its recorded status)")
+            self._stop_at = min(self._stop_at, now + FAILED_PEER_GRACE)
+        else:
             self._lose(watch.address, f"{seen.unavailable} ({seen.misses} heartbeats missed)")
             self._stop_at = min(self._stop_at, now + LOST_PEER_GRACE)
 

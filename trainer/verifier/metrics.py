@@ -9,7 +9,7 @@ The last final-metrics line in the log wins; a JSON line beats a `key=value` lin
 
 import re
 
-from trainer.verifier.events import events, is_event
+from trainer.verifier.events import events
 
 # Keys that identify the worker rather than describe the training: never compared.
 IDENTITY_KEYS = frozenset({"event", "worker", "hostname"})
@@ -49,23 +49,3 @@ def _number(text: str) -> float | int | str:
         except ValueError:
             pass
     return text
-
-
-# Words of the lines that say why a worker ended: errors, and the launcher's closing reasons.
-_REASON = re.compile(
-    r"error|exception|failed|fatal|killed|stopped|exited|never joined|mismatch|deadline", re.IGNORECASE
-)
-
-
-def last_error_line(log: str) -> str:
-    """The line most likely to say why a worker failed: the last that looks like a reason.
-
-    The last resort (trainer/verifier/reasons.py), for logs that say why only in prose. A JSON
-    event is never taken for prose: `"event": "failed"` would match the words, and such an event
-    is read whole where it counts.
-    """
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if _REASON.search(line) and not is_event(line):
-            return line
-    return lines[-1] if lines else "(no output)"

@@ -1,31 +1,92 @@
-"""Why a worker, or the keeper, exited with a failure: the most structured account there is.
+"""Why a worker, or the keeper, exited with a failure: the most structured account there is, in one line.
 
-In order: the reason its status in the results directory gives (the launcher's, or the keeper's,
-own words); else the trainer's `failed` event with that exit code (trainer/training/failure.py);
-else, for saved logs and programs of the user's own, the last line that looks like a reason
-(trainer/verifier/metrics.py).
+In order: the advice for a failure the log shows and trainer/verifier/diagnoses.py knows (it names
+the fix, which no line of the log does); the reason its status in the results directory gives
+(the launcher's, or the keeper's, own words); else the trainer's `failed` event with that exit code
+(trainer/training/failure.py); else, for saved logs and programs of the user's own, the line of the
+log most likely to say why (`last_error_line`).
+
+Whatever comes from a program's log is shown as one line of at most `LIMIT` characters: its first
+line, so that an error message that goes on to print tensors, or a whole report, shows only what
+it says first. A status's reason is the harness's own line (the launcher's, the keeper's, or a
+config error of this project's trainer), shown whole: cutting it could hide which peers were lost.
 """
 
-from trainer.verifier.events import events
-from trainer.verifier.metrics import last_error_line
+import re
+
+from trainer.verifier.diagnoses import diagnose
+from trainer.verifier.events import events, is_event
+
+# Long enough for an error message's first sentence; short enough for one line of a verdict.
+LIMIT = 200
+
+_TRACEBACK = "Traceback (most recent call last):"
+# The line a traceback ends with: the exception's (qualified) class name, then its message.
+_EXCEPTION = re.compile(r"^\w+(\.\w+)*(Error|Exception)(: |$)")
+# Words of the lines that say why a worker ended: errors, and the launcher's closing reasons.
+_REASON = re.compile(
+    r"error|exception|failed|fatal|killed|stopped|exited|never joined|mismatch|deadline", re.IGNORECASE
+)
+
+
+def one_line(text: str, limit: int | None = LIMIT) -> str:
+    """The first line of `text` that is not blank, stripped, and cut to `limit` characters with an ellipsis."""
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return first if limit is None or len(first) <= limit else first[: limit - 1].rstrip() + "…"
 
 
 def status_reason(details: dict) -> str | None:
     """The `reason` a status in the results directory gives, if it gives one."""
     reason = details.get("reason")
-    return reason.strip() if isinstance(reason, str) and reason.strip() else None
+    return one_line(reason, limit=None) if isinstance(reason, str) and reason.strip() else None
 
 
 def failure_reason(*, exit_code: int | None, reason: str | None, log: str) -> str:
     """`reason` is the status's (`status_reason`); None for a saved log, or a status without one."""
+    advice = diagnose(log)
+    if advice:
+        return advice
     if reason:
         return reason
     failed = [
         event
         for event in events(log, "failed")
         # A restarted worker's log holds its earlier runs too: only a failure that ended this way counts.
-        if event.get("exit_code") == exit_code and isinstance(event.get("reason"), str) and event["reason"]
+        if event.get("exit_code") == exit_code and isinstance(event.get("reason"), str) and event["reason"].strip()
     ]
     if failed:
-        return failed[-1]["reason"]
+        return one_line(failed[-1]["reason"])
     return last_error_line(log)
+
+
+def exception_line(log: str) -> str | None:
+    """The exception the last traceback in `log` ended with (`ValueError: ...`), or None without one.
+
+    Only the first line of the exception's message: whatever it prints after that (tensors, for
+    one) follows on lines of its own.
+    """
+    lines = [line.strip() for line in log.splitlines()]
+    if _TRACEBACK not in lines:
+        return None
+    start = len(lines) - lines[::-1].index(_TRACEBACK)
+    found = [line for line in lines[start:] if _EXCEPTION.match(line)]
+    return found[-1] if found else None
+
+
+def last_error_line(log: str) -> str:
+    """The line most likely to say why a worker failed, as one line of at most `LIMIT` characters.
+
+    The last resort (`failure_reason`), for logs that say why only in prose: the exception of the
+    last traceback, if there is one, over any later line (the launcher's own closing lines, say);
+    else the last line that looks like a reason; else the last line. A JSON event is never taken
+    for prose: `"event": "failed"` would match the words, and such an event is read whole where it
+    counts.
+    """
+    exception = exception_line(log)
+    if exception:
+        return one_line(exception)
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    for line in reversed(lines):
+        if _REASON.search(line) and not is_event(line):
+            return one_line(line)
+    return one_line(lines[-1]) if lines else "(no output)"

@@ -5,8 +5,7 @@ import dataclasses
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import WorkerRecord
 from trainer.verifier.events import events
-from trainer.verifier.metrics import last_error_line
-from trainer.verifier.reasons import failure_reason, status_reason
+from trainer.verifier.reasons import failure_reason, last_error_line, status_reason
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

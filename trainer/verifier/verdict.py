@@ -3,8 +3,9 @@
 import dataclasses
 import math
 
-from trainer.verifier.metrics import IDENTITY_KEYS, last_error_line, parse_final_metrics
-from trainer.verifier.reasons import failure_reason
+from trainer.verifier.diagnoses import diagnose
+from trainer.verifier.metrics import IDENTITY_KEYS, parse_final_metrics
+from trainer.verifier.reasons import exception_line, failure_reason, last_error_line, one_line
 from trainer.verifier.recovery import Recovery
 
 
@@ -84,7 +85,7 @@ def _judge_worker(report: WorkerReport, expected_workers: int) -> WorkerOutcome:
     status, problem = _status_and_problem(report)
     if problem is None:
         if metrics is None:
-            problem = "no final metrics in its log"
+            problem = _without_metrics(report.log)
         elif metrics.get("replicas") != expected_workers:
             problem = f"replicas={metrics.get('replicas')}, expected {expected_workers}"
     return WorkerOutcome(name=report.name, status=status, metrics=metrics, problem=problem)
@@ -106,6 +107,17 @@ def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:
         reason = failure_reason(exit_code=report.exit_code, reason=report.reason, log=report.log)
         return f"exited {report.exit_code}", f"exited {report.exit_code}: {reason}"
     return "exited 0", None
+
+
+def _without_metrics(log: str) -> str:
+    """A worker that reported no metrics, with why when its log says: a saved log has no exit status to."""
+    advice = diagnose(log)
+    if advice:
+        return f"no final metrics in its log: {advice}"
+    exception = exception_line(log)
+    if exception:
+        return f"no final metrics in its log, which ends in {one_line(exception)}"
+    return "no final metrics in its log"
 
 
 def _differences(reporting: list[WorkerOutcome], tolerance: float) -> list[str]:

@@ -1,0 +1,150 @@
+"""Digests the rendezvous compares besides the settings: the project's files and the installed packages.
+
+Workers built from different code or different requirements train on silently, each its own way;
+one sha256 per worker is enough to stop them before they do. Standard library only, and nothing is
+imported from the project or the packages: the launcher never imports TensorFlow.
+
+The project digest (`TFCLUSTER_PROJECT_DIR`, mounted read-only) covers every file below the
+directory but those under `__pycache__`, `.git` and virtual environments (a folder holding
+`pyvenv.cfg`, such as a `.venv`: the workers run the image's packages, compared on their own), in
+the order of their relative paths:
+
+- a regular file of up to LARGE_FILE (16 MiB) by its path and its content;
+- a larger one (a data set, a model's weights) by its path and size only: reading gigabytes on
+  every start would delay the rendezvous more than an unnoticed same-size change costs;
+- a symbolic link by its path and where it points, never followed;
+- a file or folder the launcher may not read by its path, marked unreadable;
+- nothing else: folders count by the files they hold (an empty one changes nothing), and
+  sockets, pipes and devices not at all.
+
+Past PROJECT_FILE_LIMIT (100,000) files, or past PROJECT_READ_LIMIT (256 MiB) of files read
+whole, the directory holds data rather than code: a config error says so, instead of a slow start.
+"""
+
+import dataclasses
+import hashlib
+import importlib.metadata
+import os
+import re
+import stat
+from collections.abc import Iterable
+
+SKIPPED_NAMES = frozenset({"__pycache__", ".git"})
+# What marks a folder as a virtual environment (PEP 405), such as a project's own `.venv`.
+VIRTUAL_ENVIRONMENT_MARK = "pyvenv.cfg"
+LARGE_FILE = 16 * 2**20
+PROJECT_READ_LIMIT = 256 * 2**20
+PROJECT_FILE_LIMIT = 100_000
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Digest:
+    """A sha256 over many items, with a summary (how many, how big) that a person can compare at a glance."""
+
+    sha256: str
+    summary: str
+
+    def __str__(self) -> str:
+        # Twelve hex digits tell two digests apart as surely as a short Git commit name does.
+        return f"{self.sha256[:12]} ({self.summary})"
+
+    def to_record(self) -> dict:
+        return {"sha256": self.sha256, "summary": self.summary}
+
+    @classmethod
+    def from_record(cls, record: dict | None) -> "Digest | None":
+        return None if record is None else cls(sha256=record["sha256"], summary=record["summary"])
+
+
+def project_digest(directory: str) -> Digest:
+    """The digest of the files below `directory`; ValueError (to follow the directory's name) if it cannot be."""
+    if not os.path.isdir(directory):
+        raise ValueError("is not a directory")
+    entries = sorted(_entries(directory), key=lambda entry: os.fsencode(entry[0]))
+    combined = hashlib.sha256()
+    read = total = 0
+    for relative, info in entries:
+        kind, detail = _describe(directory, relative, info)
+        size = info.st_size if info else 0
+        if kind == b"file":
+            read += size
+            if read > PROJECT_READ_LIMIT:
+                raise ValueError(
+                    f"holds more than {PROJECT_READ_LIMIT // 2**20} MiB in files of up to "
+                    f"{LARGE_FILE // 2**20} MiB ({relative} is past it): {_KEEP_DATA_OUT}"
+                )
+        total += size if kind in (b"file", b"large") else 0
+        # NUL separates the fields: no path, link target or number contains one.
+        combined.update(b"\0".join((kind, os.fsencode(relative), str(size).encode(), detail)) + b"\n")
+    return Digest(sha256=combined.hexdigest(), summary=f"{len(entries)} files, {total} bytes")
+
+
+_KEEP_DATA_OUT = "the launcher compares every worker's project files, so keep data sets out of the project directory"
+
+
+def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
+    """Every file and link below `top` but the skipped names, and every folder it may not list (status None).
+
+    Each as (relative POSIX path, its own status: links are not followed).
+    """
+    found: list[tuple[str, os.stat_result | None]] = []
+    pending = [""]
+    while pending:
+        relative = pending.pop()
+        try:
+            with os.scandir(os.path.join(top, relative)) as listing:
+                children = list(listing)
+        except PermissionError:
+            if not relative:
+                raise ValueError("cannot be read") from None
+            found.append((relative, None))
+            continue
+        if relative and any(child.name == VIRTUAL_ENVIRONMENT_MARK for child in children):
+            continue  # A virtual environment of the host's: the workers run the image's packages.
+        for child in children:
+            if child.name in SKIPPED_NAMES:
+                continue
+            path = f"{relative}/{child.name}" if relative else child.name
+            info = child.stat(follow_symlinks=False)
+            if stat.S_ISDIR(info.st_mode):
+                pending.append(path)  # Folders count by what they hold: an empty one changes nothing.
+            elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
+                found.append((path, info))
+            if len(found) > PROJECT_FILE_LIMIT:
+                raise ValueError(f"holds more than {PROJECT_FILE_LIMIT} files: {_KEEP_DATA_OUT}")
+    return found
+
+
+def _describe(top: str, relative: str, info: os.stat_result | None) -> tuple[bytes, bytes]:
+    """What the digest records of one entry: its kind, and what stands for its content."""
+    path = os.path.join(top, relative)
+    if info is None:
+        return b"unreadable", b""
+    if stat.S_ISLNK(info.st_mode):
+        return b"link", os.fsencode(os.readlink(path))
+    if info.st_size > LARGE_FILE:
+        return b"large", b""
+    try:
+        with open(path, "rb") as handle:
+            return b"file", hashlib.file_digest(handle, "sha256").hexdigest().encode()
+    except PermissionError:
+        return b"unreadable", b""
+
+
+def installed_packages() -> list[str]:
+    """`name==version` of every distribution the launcher's Python sees, names normalized (PEP 503), sorted."""
+    found = set()
+    for distribution in importlib.metadata.distributions():
+        name, version = distribution.metadata.get("Name"), distribution.metadata.get("Version")
+        if name and version:  # A broken install without metadata is nothing to compare.
+            found.add(f"{re.sub(r'[-_.]+', '-', name).lower()}=={version}")
+    return sorted(found)
+
+
+def packages_digest(packages: Iterable[str] | None = None) -> Digest:
+    """The digest of `packages` (`name==version` each), by default those installed."""
+    listed = sorted(installed_packages() if packages is None else packages)
+    return Digest(
+        sha256=hashlib.sha256("\n".join(listed).encode()).hexdigest(),
+        summary=f"{len(listed)} packages",
+    )
