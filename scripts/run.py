@@ -8,9 +8,10 @@ requirements (scripts/training_project.py). Then, from this repository's root:
   1. compose.workers.yaml, for a number of workers other than compose.yaml's two (scripts/workers.py),
      and with --project .tfcluster/env, your program's environment
   2. scripts/setup (Compose v2, base images, wheelhouse, images; quick when nothing is missing)
-  3. docker compose down, so that the run starts clean
-  4. docker compose up ... --exit-code-from verifier verifier: the workers' logs and the verdict
-  5. docker compose stop, for a worker that outlives the verdict
+  3. with --bake, docker build of docker/Dockerfile.project: your project in an image of its own
+  4. docker compose down, so that the run starts clean
+  5. docker compose up ... --exit-code-from verifier verifier: the workers' logs and the verdict
+  6. docker compose stop, for a worker that outlives the verdict
 
 with COMPOSE_FILE naming the files that make up this cluster. The exit status is the verifier's.
 Host only and standard library only: it must run on a machine with nothing but python3 and Docker.
@@ -24,6 +25,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,13 +42,22 @@ PROFILES = ("lan", "wan", "lossy", "thin")
 BASE_FILE = workers.BASE_FILE
 OWN_TRAINER_FILE = "compose.byo.yaml"
 PROJECT_FILE = "compose.project.yaml"
+BAKED_FILE = "compose.baked.yaml"
 DATA_FILE = "compose.data.yaml"
+BAKE_DOCKERFILE = "docker/Dockerfile.project"
+# docker/Dockerfile.project's label, which tells a baked image from the harness's own.
+BAKED_TITLE = "org.opencontainers.image.title=tfcluster-baked"
+# What the dry run shows for the baked image's name before the set-up has built the image it is
+# named after (with --tag, the name itself).
+UNKNOWN_BAKED_TAG = f"{training_project.BAKED_REPOSITORY}:HASH"
 # Your program's environment, written for compose.project.yaml's env_file (git ignores it).
 ENV_FILE = ".tfcluster/env"
 WORKERS_FILE = "compose.workers.yaml"
 RECOVERY_FILE = "compose.recovery.yaml"
 NETWORK_FILE = "compose.network.yaml"
 SETUP = "scripts/setup"
+# compose.yaml's image when TFCLUSTER_IMAGE is not set (the dry run reads it from the file).
+DEFAULT_IMAGE = "tfcluster:latest"
 # The Compose commands of a run, in order. `down` first: an earlier run's containers (their logs)
 # and volumes would otherwise be reused, volumes with the options they were created with.
 DOWN = ("docker", "compose", "down", "--volumes", "--remove-orphans", "--timeout", "1")
@@ -82,6 +93,11 @@ your project (--project DIR; docs/bring-your-own.md):
   TF_STOP_GRACE, TF_RESTART_LIMIT, TF_WORKER_MEMORY, TF_WORKER_CPUS.
   Requirements are pip specifiers, one a line (no options, URLs or paths), held to the image's pins;
   they are installed in an image of their own, {training_project.IMAGE_REPOSITORY}:HASH.
+  --bake copies DIR into an image of its own instead of mounting it (docker/Dockerfile.project, on
+  the image above or tfcluster:latest), for a Docker that cannot see this machine's folders (a CI
+  `container:` job). Left out: what DIR/.dockerignore names, __pycache__, .git, virtual
+  environments and the --data folder (data stays mounted). It is named {training_project.BAKED_REPOSITORY}:HASH after
+  the files and the base image's id (a run removes the folder's superseded ones), or --tag NAME.
 
 environment:
   TRAINER_SCRIPT        your own training script, run by every worker instead of the built-in
@@ -100,6 +116,7 @@ examples:
   scripts/run --project examples/keras-fit --env TF_USE_LEGACY_KERAS=1   # your project, python train.py
   scripts/run --project ~/model --command "python -m model.train --fast" --data ~/datasets/model \\
     --env-file ~/model/cluster.env --workers 3 --dry-run      # what it would do, not done
+  scripts/run --project examples/custom-loop --bake    # the project in an image, not mounted (CI)
   TRAINER_SCRIPT=./train.py scripts/run --network wan   # one script of your own, on shaped links
 
 exit status (the verifier's, once the cluster has run):
@@ -129,6 +146,7 @@ def parser() -> Parser:
             "--env": "NAME=VALUE",
             "--env-file": "a file",
             "--requirements": "a file",
+            "--tag": "an image name",
         },
     )
     parser.add_argument(
@@ -193,6 +211,19 @@ def parser() -> Parser:
         "image (default: DIR/requirements.txt, if there is one)",
     )
     parser.add_argument(
+        "--bake",
+        action="store_true",
+        help="with --project: copy DIR into an image of its own (docker/Dockerfile.project) and run that, "
+        "with no bind mount of DIR, for a Docker that cannot see this machine's folders (compose.baked.yaml; "
+        "default: off, DIR is mounted)",
+    )
+    parser.add_argument(
+        "--tag",
+        metavar="NAME",
+        help=f"with --bake: the baked image's name (default: {training_project.BAKED_REPOSITORY}:HASH, "
+        "12 hex digits of a digest of the files sent and the base image's id)",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="print what would be done (the Compose files, the project, each worker's settings, what "
@@ -218,6 +249,9 @@ class Project:
     requirements_file: str | None
     # The image to build and run, when it is this script's to choose (your requirements' own).
     image: str | None
+    # With --bake: what goes into the baked image, and its name if you gave one (--tag).
+    bake: training_project.BakeContext | None = None
+    tag: str | None = None
 
 
 @dataclass(frozen=True)
@@ -243,11 +277,16 @@ class Plan:
     def has_data(self) -> bool:
         return self.project is not None and self.project.data is not None
 
+    @property
+    def bakes(self) -> bool:
+        return self.project is not None and self.project.bake is not None
+
     def workers_options(self) -> list[str]:
         """scripts/workers.py's options for this run's compose.workers.yaml."""
         chosen = [
             ("--own-trainer", self.trainer_script is not None),
             ("--project", self.project is not None),
+            ("--baked", self.bakes),
             ("--data", self.has_data),
         ]
         return [option for option, wanted in chosen if wanted]
@@ -260,6 +299,7 @@ class Plan:
             self.worker_count,
             own_trainer=self.trainer_script is not None,
             project=self.project is not None,
+            baked=self.bakes,
             data=self.has_data,
         )
 
@@ -267,13 +307,14 @@ class Plan:
     def files(self) -> list[str]:
         # compose.workers.yaml brings your own trainer or project itself (an override cannot extend
         # a service of another override); with compose.yaml's two, compose.byo.yaml or
-        # compose.project.yaml (and compose.data.yaml) do.
+        # compose.project.yaml, or compose.baked.yaml (and compose.data.yaml) do.
         if self.renders_workers:
             files = [BASE_FILE, WORKERS_FILE]
         elif self.trainer_script:
             files = [BASE_FILE, OWN_TRAINER_FILE]
         elif self.project:
-            files = [BASE_FILE, PROJECT_FILE, *([DATA_FILE] if self.has_data else [])]
+            project_file = BAKED_FILE if self.bakes else PROJECT_FILE
+            files = [BASE_FILE, project_file, *([DATA_FILE] if self.has_data else [])]
         else:
             files = [BASE_FILE]
         if self.recover:
@@ -289,15 +330,25 @@ class Plan:
             ENV_FILE: training_project.env_file_text(self.project.variables) if self.project else None,
         }
 
-    def environment(self) -> dict[str, str]:
-        """What the set-up and Compose get on top of the user's environment."""
+    def environment(self, baked_image: str | None = None) -> dict[str, str]:
+        """What the set-up and Compose get on top of the user's environment.
+
+        With --bake, `baked_image` is the image's name once it is known (after the set-up, unless
+        --tag gave it).
+        """
         # Set in every case, so that a COMPOSE_FILE exported for an earlier cluster is not what runs.
         environment = {"COMPOSE_FILE": ":".join(self.files)}
         if self.trainer_script:
             environment["TRAINER_SCRIPT"] = self.trainer_script
         if self.project:
             project = self.project
-            environment["TFCLUSTER_PROJECT"] = project.directory
+            if project.bake is not None:
+                # No TFCLUSTER_PROJECT: nothing is mounted, so no host folder is named at all. The
+                # image's name, when it is not yet known, matters to nothing before `docker build`.
+                if baked_image or project.tag:
+                    environment["TFCLUSTER_BAKED_IMAGE"] = baked_image or project.tag
+            else:
+                environment["TFCLUSTER_PROJECT"] = project.directory
             # Compose splits it again, as a shell would; joined by shlex, every word survives that.
             environment["TFCLUSTER_COMMAND"] = shlex.join(project.command)
             environment["TFCLUSTER_ENV_FILE"] = str(ROOT / ENV_FILE)
@@ -328,6 +379,8 @@ def make_plan(arguments: argparse.Namespace, environ, fail: Callable[[str], NoRe
         if not os.path.isfile(trainer_script):
             fail(f"TRAINER_SCRIPT {trainer_script!r} is not a file")
         trainer_script = os.path.realpath(trainer_script)
+    if arguments.tag is not None and not arguments.bake:
+        fail("--tag goes with --bake (the name of the image it builds)")
     project = None
     try:
         project = make_project(arguments, environ)
@@ -337,7 +390,7 @@ def make_plan(arguments: argparse.Namespace, environ, fail: Callable[[str], NoRe
 
 
 # The options that shape your project, which mean nothing without one.
-PROJECT_OPTIONS = ("command", "data", "env", "env_file", "requirements")
+PROJECT_OPTIONS = ("command", "data", "env", "env_file", "requirements", "bake")
 
 
 def make_project(arguments: argparse.Namespace, environ) -> Project | None:
@@ -390,6 +443,16 @@ def make_project(arguments: argparse.Namespace, environ) -> Project | None:
     image = None
     if requirements and not environ.get("TFCLUSTER_IMAGE"):
         image = training_project.image_tag(requirements)
+    bake = None
+    if arguments.bake:
+        if arguments.tag is not None:
+            base = image or environ.get("TFCLUSTER_IMAGE") or DEFAULT_IMAGE
+            training_project.check_tag(arguments.tag, base)
+        bake = training_project.bake_context(directory, data)
+        # Again, now that it is known which files the image will hold: one the command needs may
+        # be left out (by the project's .dockerignore, say), and a worker would not find it.
+        mounts = training_project.Mounts(directory, data, baked=bake.files)
+        training_project.check_command(command, mounts)
     options = ["--project", shown]
     if arguments.command is not None:
         options += ["--command", arguments.command]
@@ -401,6 +464,10 @@ def make_project(arguments: argparse.Namespace, environ) -> Project | None:
         options += ["--env-file", path]
     if arguments.requirements is not None:
         options += ["--requirements", arguments.requirements]
+    if arguments.bake:
+        options.append("--bake")
+    if arguments.tag is not None:
+        options += ["--tag", arguments.tag]
     return Project(
         arguments=tuple(options),
         directory=directory,
@@ -410,6 +477,8 @@ def make_project(arguments: argparse.Namespace, environ) -> Project | None:
         requirements=tuple(requirements),
         requirements_file=requirements_file and os.path.realpath(requirements_file),
         image=image,
+        bake=bake,
+        tag=arguments.tag,
     )
 
 
@@ -424,19 +493,122 @@ def execute(plan: Plan) -> int:
     for name, text in written.items():
         try:
             (ROOT / name).parent.mkdir(parents=True, exist_ok=True)
-            (ROOT / name).write_text(text, encoding="utf-8")
+            # Readable by the user alone: the env file holds the program's variables, secrets perhaps.
+            descriptor = os.open(ROOT / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                file.write(text)
+            os.chmod(ROOT / name, 0o600)  # An older file keeps its mode through O_TRUNC.
         except OSError as error:
             print(f"run: cannot write {name}: {error.strerror}", file=sys.stderr)
             return BAD_ARGUMENTS
     setup = subprocess.run([str(ROOT / SETUP)], cwd=ROOT, env=environment)
     if setup.returncode != 0:
         return exit_status(setup.returncode)
+    if plan.bakes:
+        baked_image, status = bake(plan.project, environment)
+        if baked_image is None:
+            return status
+        environment |= plan.environment(baked_image)
     quiet = {"cwd": ROOT, "env": environment, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     subprocess.run(DOWN, **quiet)
+    if plan.bakes:
+        # After `down`, so that the last run's containers no longer hold the images.
+        remove_superseded(plan.project, baked_image, quiet)
     with interrupts_left_to_compose():
         verdict = subprocess.run(UP, cwd=ROOT, env=environment)
     subprocess.run(STOP, **quiet)
     return exit_status(verdict.returncode)
+
+
+def base_image(variables: dict[str, str]) -> str:
+    """The image the workers run without --bake, and a baked one is built on: compose.yaml's."""
+    return interpolate(first_image((ROOT / BASE_FILE).read_text(encoding="utf-8")), variables)
+
+
+def bake(project: Project, environment: dict[str, str]) -> tuple[str | None, int]:
+    """Builds the baked image: (its name, 0), or (None, the status to exit with) once said why.
+
+    The base image is the one the set-up has just built, so its id is known now, and with it the
+    default name. The context is written to `docker build -`'s standard input as it is read.
+    """
+    base = base_image({**dotenv(ROOT / ".env"), **environment})
+    dockerfile = (ROOT / BAKE_DOCKERFILE).read_text(encoding="utf-8")
+    tag = project.tag
+    if tag is None:
+        inspect = ["docker", "image", "inspect", "--format", "{{.Id}}", base]
+        inspected = subprocess.run(inspect, cwd=ROOT, env=environment, capture_output=True, text=True)
+        if inspected.returncode != 0:
+            print(f"run: --bake: no image {base} to build on: {last_line(inspected.stderr)}", file=sys.stderr)
+            return None, exit_status(inspected.returncode)
+        digest = training_project.context_digest(project.bake, dockerfile, inspected.stdout.strip())
+        tag = training_project.baked_tag(digest)
+    print(f"run | baking {project.directory} ({project.bake.summary()}) into {tag}, on {base}", file=sys.stderr)
+    command = build_command(tag, base, project.directory)
+    # The legacy builder's notice that it is deprecated goes to stderr on every build: kept aside,
+    # and shown only with the error of a build that failed.
+    with tempfile.TemporaryFile() as errors:
+        build = subprocess.Popen(
+            command, cwd=ROOT, env=environment, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors
+        )
+        try:
+            training_project.write_context(project.bake, dockerfile, build.stdin)
+        except BrokenPipeError:
+            pass  # Docker stopped reading: its status and message say why.
+        except OSError as error:
+            # A file of the project that could not be read after all (gone or changed since the check).
+            build.kill()
+            build.wait()
+            print(f"run: --bake: {error.filename or project.directory}: {error.strerror or error}", file=sys.stderr)
+            return None, BAD_ARGUMENTS
+        finally:
+            with contextlib.suppress(BrokenPipeError):
+                build.stdin.close()
+        status = build.wait()
+        if status != 0:
+            errors.seek(0)
+            sys.stderr.write(errors.read().decode(errors="replace"))
+            print(f"run: --bake: docker build of {tag} failed (exit status {status})", file=sys.stderr)
+            return None, exit_status(status)
+    return tag, 0
+
+
+def build_command(tag: str, base: str, directory: str) -> list[str]:
+    """`docker build`, reading the context (with the Dockerfile in it) from standard input."""
+    label = f"{training_project.FOLDER_LABEL}={training_project.folder_label(directory)}"
+    return [
+        *("docker", "build", "--quiet", "--file", training_project.CONTEXT_DOCKERFILE, "--tag", tag),
+        *("--build-arg", f"TFCLUSTER_IMAGE={base}", "--label", label, "-"),
+    ]
+
+
+def remove_superseded(project: Project, current: str, quiet: dict) -> None:
+    """Removes the same folder's earlier baked images, by their default names only (never a --tag's),
+    and any baked image that a rebuild left without a name.
+
+    Each change to the project names a new image; without this they would pile up. A name is
+    removed, not an image, so that one also tagged for a registry stays; one still used by a
+    container (another Compose project's, say) stays as well.
+    """
+    if project.tag is None:
+        label = f"label={training_project.FOLDER_LABEL}={training_project.folder_label(project.directory)}"
+        listed = subprocess.run(
+            ["docker", "image", "ls", "--filter", label, "--format", "{{.Repository}}:{{.Tag}}"],
+            cwd=quiet["cwd"],
+            env=quiet["env"],
+            capture_output=True,
+            text=True,
+        )
+        repository = training_project.BAKED_REPOSITORY + ":"
+        superseded = [name for name in listed.stdout.split() if name.startswith(repository) and name != current]
+        if listed.returncode == 0 and superseded:
+            subprocess.run(["docker", "image", "rm", *superseded], **quiet)
+    # A --tag used again leaves its earlier image nameless ("dangling"): only those go.
+    subprocess.run(["docker", "image", "prune", "--force", "--filter", f"label={BAKED_TITLE}"], **quiet)
+
+
+def last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1] if lines else "(no message)"
 
 
 @contextlib.contextmanager
@@ -466,7 +638,9 @@ SETTING = re.compile(r"^\s+((?:TF|TRAIN)_[A-Z0-9_]+): (.*)$", re.MULTILINE)
 
 def describe(plan: Plan, environ) -> str:
     """What the run would do, as text; reads the Compose files and .env, and calls nothing."""
-    variables = {**dotenv(ROOT / ".env"), **environ, **plan.environment()}
+    # The baked image's name is shown as a pattern when it is known only after the set-up.
+    environment = plan.environment(UNKNOWN_BAKED_TAG if plan.bakes and plan.project.tag is None else None)
+    variables = {**dotenv(ROOT / ".env"), **environ, **environment}
     texts = {name: (ROOT / name).read_text(encoding="utf-8") for name in plan.files if name != WORKERS_FILE}
     override = plan.override()
     if override is not None:
@@ -494,7 +668,7 @@ def describe(plan: Plan, environ) -> str:
         where = WORKERS_FILE if plan.renders_workers else OWN_TRAINER_FILE
         lines.append(f"trainer        {plan.trainer_script}, read-only at /user/train.py on every worker ({where})")
     elif plan.project:
-        lines += describe_project(plan, environ)
+        lines += describe_project(plan, environ, image)
     else:
         lines.append("trainer        the built-in one, python -m trainer.training")
     if plan.profile:
@@ -518,28 +692,42 @@ def describe(plan: Plan, environ) -> str:
 
     lines += ["", "commands, from the project's root, with the COMPOSE_FILE above:"]
     lines += [f"  write {name}" for name, text in plan.written().items() if text is not None]
-    lines += [f"  {SETUP}", *(f"  {shlex.join(command)}" for command in (DOWN, UP, STOP))]
+    lines.append(f"  {SETUP}")
+    if plan.bakes:
+        build = build_command(plan.project.tag or UNKNOWN_BAKED_TAG, image, plan.project.directory)
+        lines.append(f"  {shlex.join(build)} < (the context above, as a tar)")
+    lines.append(f"  {shlex.join(DOWN)}")
+    if plan.bakes and plan.project.tag is None:
+        lines.append(f"  docker image rm (this folder's earlier {training_project.BAKED_REPOSITORY} images, if any)")
+    if plan.bakes:
+        lines.append(f"  docker image prune --force --filter label={BAKED_TITLE}")
+    lines += [f"  {shlex.join(command)}" for command in (UP, STOP)]
     lines.append("exit status: the verifier's (scripts/run --help)")
 
     lines += ["", "The whole model Compose would run (this calls Docker, but builds and starts nothing):"]
     if override is not None:
         lines.append(f"  python3 {rendering} --output {WORKERS_FILE}")
-    assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in plan.environment().items())
+    assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in environment.items())
     lines.append(f"  {assignments} docker compose config")
     if plan.project:
         lines.append(f"  (which reads {ENV_FILE} as the last run wrote it, if any)")
     return "\n".join(lines) + "\n"
 
 
-def describe_project(plan: Plan, environ) -> list[str]:
-    """The dry run's lines on your project: command, folders, variables, requirements and image."""
+def describe_project(plan: Plan, environ, base: str) -> list[str]:
+    """The dry run's lines on your project: command, folders, variables, requirements and images."""
     project = plan.project
-    where = WORKERS_FILE if plan.renders_workers else PROJECT_FILE
+    where = WORKERS_FILE if plan.renders_workers else BAKED_FILE if plan.bakes else PROJECT_FILE
     mounts = WORKERS_FILE if plan.renders_workers else DATA_FILE
-    lines = [
-        f"trainer        your command, in /project on every worker: {shlex.join(project.command)} ({where})",
-        f"your project   {project.directory}, read-only at /project (TFCLUSTER_PROJECT_DIR=/project)",
-    ]
+    lines = [f"trainer        your command, in /project on every worker: {shlex.join(project.command)} ({where})"]
+    if project.bake is None:
+        lines.append(f"your project   {project.directory}, read-only at /project (TFCLUSTER_PROJECT_DIR=/project)")
+    else:
+        lines.append(
+            f"your project   {project.directory}, copied into the image at /project, not mounted "
+            "(TFCLUSTER_PROJECT_DIR=/project)"
+        )
+        lines += describe_bake(project, base)
     if project.data:
         lines.append(f"your data      {project.data}, read-only at /data (TFCLUSTER_DATA_DIR=/data, {mounts})")
     else:
@@ -564,6 +752,25 @@ def describe_project(plan: Plan, environ) -> list[str]:
         ]
     else:
         lines.append(f"requirements   none (no {training_project.REQUIREMENTS_FILE} in the project, no --requirements)")
+    return lines
+
+
+def describe_bake(project: Project, base: str) -> list[str]:
+    """The dry run's lines on the baked image: its name, what it is built on, what goes into it."""
+    if project.tag is not None:
+        lines = [f"baked image    {project.tag} (--tag), {BAKE_DOCKERFILE} on {base}"]
+    else:
+        lines = [
+            f"baked image    {UNKNOWN_BAKED_TAG}, HASH after what is sent and the id of {base}",
+            f"               ({BAKE_DOCKERFILE} on it), known once the set-up has built that",
+        ]
+    left_out = ["__pycache__", ".git", "virtual environments"]
+    if project.bake.dockerignore:
+        left_out.insert(0, f"what {training_project.DOCKERIGNORE} names")
+    if project.data and project.data.startswith(project.directory + os.sep):
+        left_out.append(f"{os.path.relpath(project.data, project.directory)}/ (--data: mounted instead)")
+    lines.append(f"               sent: {project.bake.summary()}")
+    lines.append(f"               left out: {', '.join(left_out)}")
     return lines
 
 

@@ -146,3 +146,48 @@ def test_a_keras_fit_project_resumes_after_a_worker_is_killed(scripts_run):
     assert process.returncode == ExitCode.OK, output[-4000:]
     assert "restarts: 1 of at most 3: 1: worker-1 exited 137 (killed by SIGKILL)" in output
     assert "verdict: PASS: 2 of 2 workers agree (after 1 restart): replicas=2 " in output
+
+
+def test_a_baked_project_runs_from_its_image_with_no_mount_of_its_folder(scripts_run):
+    # Named for this run alone and removed whatever happens, so that no image of anyone else's is
+    # touched (scripts/run removes superseded images only of its own default names).
+    tag = f"tfc-test-baked:{uuid.uuid4().hex[:12]}"
+    run = scripts_run("--project", "examples/custom-loop", "--bake", "--tag", tag)
+    try:
+        result = run.finish()
+        assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+        assert "verdict: PASS: 2 of 2 workers agree: replicas=2 " in result.stdout
+        assert "custom-loop: epoch 4/4" in result.stdout
+        for worker in ("worker-0", "worker-1"):
+            inspected = subprocess.run(
+                ["docker", "inspect", run.container(worker)], capture_output=True, text=True, check=True, timeout=60
+            )
+            (container,) = json.loads(inspected.stdout)
+            assert container["Config"]["Image"] == tag
+            mounts = container["Mounts"]
+            assert not [mount for mount in mounts if mount["Type"] == "bind"], mounts
+            assert "/project" not in [mount["Destination"] for mount in mounts], mounts
+        # The project is in the image, root's and read-only for the workers' user, without the
+        # build context's own Dockerfile or Python's caches.
+        listing = subprocess.run(
+            [
+                *("docker", "run", "--rm", "--network", "none", "--entrypoint", "python", tag, "-c"),
+                "import os\n"
+                "for folder, _, names in os.walk('/project'):\n"
+                "    for name in names:\n"
+                "        path = os.path.join(folder, name)\n"
+                "        info = os.stat(path)\n"
+                "        print(path, info.st_uid, oct(info.st_mode & 0o777), os.access(path, os.W_OK))",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=120,
+        ).stdout.splitlines()
+        files = {line.split()[0]: line.split()[1:] for line in listing}
+        assert "/project/train.py" in files and "/project/loopdemo/model.py" in files, listing
+        assert not [path for path in files if "__pycache__" in path or path.endswith(".Dockerfile")], listing
+        assert all(uid == "0" and writable == "False" for uid, _mode, writable in files.values()), listing
+    finally:
+        run.down()
+        subprocess.run(["docker", "image", "rm", "--force", tag], capture_output=True, timeout=120)

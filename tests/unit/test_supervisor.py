@@ -2,6 +2,7 @@
 training programs (no TensorFlow, no Docker): mismatches, absent and lost peers, deadlines, and the
 reason each leaves in the results directory. Then its pieces on their own: failures, barrier, watchdog."""
 
+import hashlib
 import signal
 import sys
 import threading
@@ -146,9 +147,16 @@ def test_a_failed_training_check_is_reported_as_such_after_the_peer_has_gone(clu
     assert "reason" not in recorded_status(tmp_path, "127.0.0.1")
 
 
+# sha256 of "0.1" and of "0.2": the values themselves never travel (they may be secrets).
+SHA_01, SHA_02 = (
+    "sha256:" + hashlib.sha256(b"0.1").hexdigest()[:16],
+    "sha256:" + hashlib.sha256(b"0.2").hexdigest()[:16],
+)
+
+
 @pytest.mark.parametrize(
     ("theirs", "shown"),
-    [({"LEARNING_RATE": "0.2"}, "0.2"), ({}, "(unset)")],
+    [({"LEARNING_RATE": "0.2"}, SHA_02), ({}, "(unset)")],
 )
 def test_a_user_setting_that_differs_or_is_unset_on_a_peer_stops_both_workers(cluster, theirs, shown):
     named = {"TFCLUSTER_USER_ENV": "LEARNING_RATE"}
@@ -156,7 +164,8 @@ def test_a_user_setting_that_differs_or_is_unset_on_a_peer_stops_both_workers(cl
     me, peer = (f"127.0.0.1:{port}" for port in cluster.ports)
     code, output, _ = finish(workers[0])
     assert code == ExitCode.CONFIG_ERROR, output
-    assert f"topology mismatch: user setting LEARNING_RATE differs: {me} has 0.1, {peer} has {shown}\n" in output
+    assert f"topology mismatch: user setting LEARNING_RATE differs: {me} has {SHA_01}, {peer} has {shown}\n" in output
+    assert "has 0.1" not in output  # The value is neither printed nor, so, recorded.
     assert finish(workers[1])[0] == ExitCode.CONFIG_ERROR
 
 
@@ -527,3 +536,13 @@ def test_the_linger_waits_for_no_peer_that_cannot_ask_and_ends_at_its_bound_or_a
 
 def test_the_linger_lasts_as_long_as_a_peer_takes_to_count_a_silent_worker_lost():
     assert lingering.LINGER == HEARTBEAT_MISSES * (HEARTBEAT_TIMEOUT + watchdog_module.HEARTBEAT_INTERVAL) == 9.0
+
+
+def test_a_program_that_leaves_a_child_holding_its_output_ends_when_it_does(cluster):
+    # The child would keep the output pipe open for 60 s; the launcher must not wait for it.
+    leaves_a_child = [sys.executable, "-c", "import subprocess; subprocess.Popen(['sleep', '60']); print('done')"]
+    worker = cluster(0, leaves_a_child, TF_WORKER_HOSTS="127.0.0.1")
+    code, output, elapsed = finish(worker)
+    assert code == 0, output
+    assert "done\n" in output
+    assert elapsed < 10

@@ -106,6 +106,8 @@ def test_later_sources_win():
         ("TFCLUSTER_USER_ENV", False),
         ("TRAIN_ANYTHING", False),
         ("HOME", False),
+        ("PYTHONWARNINGS", False),
+        ("PYTHONHASHSEED", True),
     ],
 )
 def test_the_reserved_names(name, allowed):
@@ -209,3 +211,30 @@ def test_another_tensorflow_than_the_images_is_refused_naming_it(tmp_path, line)
         training_project.parse_requirements(str(path))
     assert str(refused.value).startswith(f"{path} line 1: ")
     assert "conflicts with the image's" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "tensorflow>=2.16",
+        "tensorflow<3",
+        "tensorflow==2.21.*",
+        "tensorflow~=2.21",
+        "keras>=3",
+        "tf-keras~=2.21.0",
+        "tensorflow>=2.10,<2.22",
+        "tensorflow!=2.20.0",
+    ],
+)
+def test_a_version_range_the_images_tensorflow_meets_is_provided(tmp_path, line):
+    path = tmp_path / "requirements.txt"
+    path.write_text(f"{line}\n")
+    assert training_project.parse_requirements(str(path))[0] == []
+
+
+@pytest.mark.parametrize("line", ["tensorflow<2.21", "tensorflow==2.20.*", "keras~=3.14.0", "tensorflow>2.21.0"])
+def test_a_version_range_the_images_tensorflow_misses_is_refused(tmp_path, line):
+    path = tmp_path / "requirements.txt"
+    path.write_text(f"{line}\n")
+    with pytest.raises(Refusal, match="conflicts with the image's"):
+        training_project.parse_requirements(str(path))

@@ -16,7 +16,7 @@ e.g. "`TRAIN_SEED` (-1) must be in [0, 2147483648)".
 import dataclasses
 import math
 from collections.abc import Callable, Collection, Mapping
-from typing import Any, Self
+from typing import Any
 
 _METADATA_KEY = "setting"
 
@@ -137,7 +137,7 @@ class Settings:
             spec.check(getattr(self, field.name))
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], *, only: Collection[str] | None = None) -> Self:
+    def from_env(cls, environ: Mapping[str, str], *, only: Collection[str] | None = None) -> "Settings":
         """The settings `environ` gives, the defaults for the rest; with `only`, just those fields are read.
 
         Every variable is read before any range is checked, so text that is no value at all (or no

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
+from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.settings import LaunchSettings, TrainingSettings
 from trainer.launcher import digests, rendezvous
@@ -22,6 +23,10 @@ from trainer.launcher.supervisor import Deadlines, Supervisor
 
 
 def main(argv: list[str]) -> int:
+    # Until the supervisor handles signals: reading a large project may take a while, and PID 1
+    # without a handler would ignore `docker stop`.
+    signal.signal(signal.SIGTERM, _stopped_early)
+    signal.signal(signal.SIGINT, _stopped_early)
     command = argv[argv.index("--") + 1 :] if "--" in argv else argv
     command = command or [sys.executable, "-m", "trainer.training"]
     results_dir = os.environ.get("TF_RESULTS_DIR", "").strip()
@@ -78,10 +83,15 @@ def _fingerprint(
     return rendezvous.Fingerprint.of(
         cluster,
         settings,
-        user_settings={name: environ.get(name) for name in launch.user_variables},
+        user_settings={name: digests.value_digest(environ.get(name)) for name in launch.user_variables},
         project=project,
         packages=digests.packages_digest(),
     )
+
+
+def _stopped_early(signal_number, _frame) -> None:
+    print(f"launcher: stopped by {signal.Signals(signal_number).name} before the rendezvous", flush=True)
+    raise SystemExit(ExitCode.TERMINATED)
 
 
 def _config_error(reason: str, recorder: Recorder | None) -> int:

@@ -94,7 +94,7 @@ def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
         try:
             with os.scandir(os.path.join(top, relative)) as listing:
                 children = list(listing)
-        except PermissionError:
+        except OSError:  # Unreadable, or gone since it was listed: recorded as such, never a traceback.
             if not relative:
                 raise ValueError("cannot be read") from None
             found.append((relative, None))
@@ -105,7 +105,10 @@ def _entries(top: str) -> list[tuple[str, os.stat_result | None]]:
             if child.name in SKIPPED_NAMES:
                 continue
             path = f"{relative}/{child.name}" if relative else child.name
-            info = child.stat(follow_symlinks=False)
+            try:
+                info = child.stat(follow_symlinks=False)
+            except FileNotFoundError:
+                continue  # Removed while the project was being read: it is not part of it.
             if stat.S_ISDIR(info.st_mode):
                 pending.append(path)  # Folders count by what they hold: an empty one changes nothing.
             elif stat.S_ISREG(info.st_mode) or stat.S_ISLNK(info.st_mode):
@@ -127,7 +130,7 @@ def _describe(top: str, relative: str, info: os.stat_result | None) -> tuple[byt
     try:
         with open(path, "rb") as handle:
             return b"file", hashlib.file_digest(handle, "sha256").hexdigest().encode()
-    except PermissionError:
+    except OSError:  # Unreadable, or removed since it was listed.
         return b"unreadable", b""
 
 
@@ -148,3 +151,13 @@ def packages_digest(packages: Iterable[str] | None = None) -> Digest:
         sha256=hashlib.sha256("\n".join(listed).encode()).hexdigest(),
         summary=f"{len(listed)} packages",
     )
+
+
+def value_digest(value: str | None) -> str | None:
+    """What a user setting's value is compared by: its sha256 (None when unset).
+
+    The rendezvous is served over plain HTTP on the cluster network, answered to every peer on
+    every heartbeat, and a difference is printed and recorded: the value itself must travel in
+    none of these, for it may be a secret.
+    """
+    return None if value is None else "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:16]

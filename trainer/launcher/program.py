@@ -25,6 +25,8 @@ from trainer.contract.settings import LaunchSettings
 
 # This project's own programs wait at the start gate (trainer/contract/gate.py) after their imports.
 GATED_MODULES = frozenset({"trainer.training", "trainer.benchmark.allreduce"})
+# How long the output of a program that has ended may still take to drain.
+OUTPUT_DRAIN = 5.0
 
 
 def honours_gate(command: list[str]) -> bool:
@@ -120,7 +122,12 @@ class Program:
 
     def wait(self) -> int:
         exit_code = self._process.wait()
-        self._forwarder.join()  # Every line it printed is out before the launcher's own.
+        # Whatever it left running in its process group (a data loader, a shell's child) would keep
+        # its output open, and so this wait, until the run deadline: the program has ended, so do they.
+        _kill_group(self._process.pid)
+        # Every line it printed is out before the launcher's own; one that escaped the group (its
+        # own session) is not waited for beyond a moment.
+        self._forwarder.join(timeout=OUTPUT_DRAIN)
         return exit_code
 
     def usage(self) -> str:
