@@ -632,7 +632,6 @@ def exit_status(returncode: int) -> int:
 
 # A Compose variable: ${NAME}, ${NAME:-default} or ${NAME-default} (the others are shown as
 # their value alone), $NAME, or $$ for a dollar sign.
-VARIABLE = re.compile(r"\$\$|\$\{(?P<name>\w+)(?:(?P<operator>:?[-?])(?P<argument>[^}]*))?\}|\$(?P<bare>\w+)")
 SETTING = re.compile(r"^\s+((?:TF|TRAIN)_[A-Z0-9_]+): (.*)$", re.MULTILINE)
 
 
@@ -849,17 +848,8 @@ def project_name(texts: dict[str, str], variables: dict[str, str]) -> tuple[str,
 
 
 def interpolate(text: str, variables: dict[str, str]) -> str:
-    def replace(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        value = variables.get(match["name"] or match["bare"])
-        operator = match["operator"] or ""
-        missing = value is None or (operator.startswith(":") and value == "")
-        if operator.endswith("-") and missing:
-            return match["argument"]
-        return value or ""
-
-    return VARIABLE.sub(replace, text)
+    """Compose's interpolation, as the env files' (scripts/training_project.py) does it."""
+    return training_project.interpolate(text, variables.get)
 
 
 def unquote(value: str) -> str:

@@ -219,16 +219,21 @@ def substitute(expression: str, lookup) -> str:
     return value or ""
 
 
+def read_user_file(path: str, shown: str) -> str:
+    """The text of a file the user named (`shown` as the messages name it). Raises Refusal."""
+    try:
+        return Path(path).read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise Refusal(f"{shown} does not exist") from None
+    except IsADirectoryError:
+        raise Refusal(f"{shown} is a folder, not a file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise Refusal(f"{shown} cannot be read: {getattr(error, 'strerror', None) or error}") from None
+
+
 def parse_env_file(path: str, environ: Mapping[str, str]) -> list[tuple[str, str]]:
     """The (name, value) pairs of an env file, in order; `path` as the user gave it. Raises Refusal."""
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise Refusal(f"--env-file {path!r} does not exist") from None
-    except IsADirectoryError:
-        raise Refusal(f"--env-file {path!r} is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise Refusal(f"--env-file {path!r} cannot be read: {getattr(error, 'strerror', None) or error}") from None
+    text = read_user_file(path, f"--env-file {path!r}")
     pairs: list[tuple[str, str]] = []
     earlier: dict[str, str] = {}
 
@@ -444,14 +449,7 @@ def canonical(name: str) -> str:
 def parse_requirements(path: str) -> tuple[list[str], list[str]]:
     """The normalized specifiers of a requirements file to install, sorted, and those the image
     already provides (TensorFlow and Keras), sorted; `path` as shown. Raises Refusal."""
-    try:
-        text = Path(path).read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise Refusal(f"{path} does not exist") from None
-    except IsADirectoryError:
-        raise Refusal(f"{path} is a folder, not a file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise Refusal(f"{path} cannot be read: {getattr(error, 'strerror', None) or error}") from None
+    text = read_user_file(path, path)
     requirements, provided = set(), set()
     for number, line in enumerate(text.splitlines(), 1):
         # pip's comments: from a # at the start or after a blank.

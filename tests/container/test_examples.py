@@ -12,6 +12,7 @@ import time
 import uuid
 
 import pytest
+from compose_project import ComposeProject, unique_name
 
 from tests.conftest import ROOT
 from tests.container.conftest import wait_for_line
@@ -26,7 +27,7 @@ class Run:
     """`scripts/run ARGUMENTS` as a Compose project of its own, always taken down afterwards."""
 
     def __init__(self, *arguments: str, environment: dict[str, str] | None = None):
-        self.name = f"tfc-test-{uuid.uuid4().hex[:8]}"
+        self.name = unique_name("tfc-test")
         self.command = [str(ROOT / "scripts" / "run"), *arguments]
         self.environment = {**os.environ, **(environment or {}), "COMPOSE_PROJECT_NAME": self.name}
 
@@ -44,13 +45,8 @@ class Run:
         return f"{self.name}-{service}-1"
 
     def down(self) -> None:
-        subprocess.run(["docker", "compose", "-p", self.name, "unpause"], cwd=ROOT, capture_output=True, timeout=60)
-        subprocess.run(
-            ["docker", "compose", "-p", self.name, "down", "--volumes", "--remove-orphans", "--timeout", "1"],
-            cwd=ROOT,
-            capture_output=True,
-            timeout=120,
-        )
+        # compose.yaml names every service the runs share; --remove-orphans takes the rest.
+        ComposeProject(name=self.name).down()
 
 
 @pytest.fixture

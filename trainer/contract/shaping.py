@@ -9,8 +9,6 @@ the launcher waits for the file, within the join deadline, and stops if the shap
 import json
 from pathlib import Path
 
-VARIABLE = "TF_NETWORK_PROFILE"
-
 
 def report_path(results_dir: str, host: str) -> Path:
     return Path(results_dir) / f"network-{host}.json"
