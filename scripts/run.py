@@ -27,11 +27,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-import training_project  # scripts/training_project.py: Python puts this file's folder on the path.
+import slowdown  # scripts/slowdown.py: Python puts this file's folder on the path.
+import training_project  # scripts/training_project.py, the same way.
 import workers  # scripts/workers.py, the same way.
 from commandline import BAD_ARGUMENTS, Parser, one_of, whole_number  # scripts/commandline.py, the same way.
 from training_project import Refusal
@@ -90,7 +91,8 @@ your project (--project DIR; docs/bring-your-own.md):
   TF_WORKER_HOSTS, TF_WORKER_PORT, TF_RENDEZVOUS_PORT, TF_RESULTS_DIR, TF_CHECKPOINT_DIR,
   JOB_COMPLETION_INDEX, PATH, HOME, PYTHONPATH, TFCLUSTER_*; nor its settings, which are set in
   scripts/run's environment instead: TRAIN_*, TF_NETWORK_*, TF_JOIN_TIMEOUT, TF_RUN_TIMEOUT,
-  TF_STOP_GRACE, TF_RESTART_LIMIT, TF_WORKER_MEMORY, TF_WORKER_CPUS.
+  TF_STOP_GRACE, TF_STALL_TIMEOUT, TF_STARTUP_LOGS, TF_RESTART_LIMIT, TF_WORKER_MEMORY,
+  TF_WORKER_CPUS.
   Requirements are pip specifiers, one a line (no options, URLs or paths), held to the image's pins;
   they are installed in an image of their own, {training_project.IMAGE_REPOSITORY}:HASH.
   --bake copies DIR into an image of its own instead of mounting it (docker/Dockerfile.project, on
@@ -113,6 +115,7 @@ environment:
 examples:
   scripts/run                          # the two workers of compose.yaml
   scripts/run --workers 4 --recover    # four workers; a failure restarts them all
+  scripts/run --slow worker-1=0.25     # worker-1 on a quarter of a core: the verdict names the straggler
   scripts/run --project examples/keras-fit --env TF_USE_LEGACY_KERAS=1   # your project, python train.py
   scripts/run --project ~/model --command "python -m model.train --fast" --data ~/datasets/model \\
     --env-file ~/model/cluster.env --workers 3 --dry-run      # what it would do, not done
@@ -140,6 +143,7 @@ def parser() -> Parser:
         value_names={
             "--workers": "a number",
             "--network": "a profile",
+            "--slow": "NAME=CPUS",
             "--project": "a folder",
             "--command": "a command",
             "--data": "a folder",
@@ -169,6 +173,16 @@ def parser() -> Parser:
         metavar="PROFILE",
         help=f"shape the links between the two workers: {', '.join(PROFILES[:-1])} or {PROFILES[-1]} "
         "(compose.network.yaml; default: none, unshaped); not with --workers or --recover",
+    )
+    parser.add_argument(
+        "--slow",
+        action="append",
+        type=slowdown.assignments,
+        default=[],
+        metavar="NAME=CPUS",
+        help="limit worker NAME to CPUS cores (a positive number, at most the machine's), to see a "
+        f"straggler; repeatable or comma-separated (written to {slowdown.SLOW_FILE}; default: every "
+        "worker gets TF_WORKER_CPUS)",
     )
     parser.add_argument(
         "--project",
@@ -264,6 +278,8 @@ class Plan:
     # Absolute, since Compose resolves a relative one from the project, not from where the user is.
     trainer_script: str | None
     project: Project | None = None
+    # --slow: each slowed worker's CPU limit, by name.
+    slowed: dict[str, float] = field(default_factory=dict)
 
     @property
     def names(self) -> list[str]:
@@ -321,6 +337,9 @@ class Plan:
             files.append(RECOVERY_FILE)
         if self.profile:
             files.append(NETWORK_FILE)
+        if self.slowed:
+            # Last, so that its limits win over every file before it.
+            files.append(slowdown.SLOW_FILE)
         return files
 
     def written(self) -> dict[str, str | None]:
@@ -328,6 +347,7 @@ class Plan:
         return {
             WORKERS_FILE: self.override(),
             ENV_FILE: training_project.env_file_text(self.project.variables) if self.project else None,
+            slowdown.SLOW_FILE: slowdown.render(self.slowed) if self.slowed else None,
         }
 
     def environment(self, baked_image: str | None = None) -> dict[str, str]:
@@ -381,12 +401,16 @@ def make_plan(arguments: argparse.Namespace, environ, fail: Callable[[str], NoRe
         trainer_script = os.path.realpath(trainer_script)
     if arguments.tag is not None and not arguments.bake:
         fail("--tag goes with --bake (the name of the image it builds)")
+    try:
+        slowed = slowdown.check(arguments.slow, workers.worker_names(arguments.workers))
+    except ValueError as error:
+        fail(str(error))
     project = None
     try:
         project = make_project(arguments, environ)
     except Refusal as refusal:
         fail(str(refusal))
-    return Plan(arguments.workers, arguments.recover, arguments.network, trainer_script, project)
+    return Plan(arguments.workers, arguments.recover, arguments.network, trainer_script, project, slowed)
 
 
 # The options that shape your project, which mean nothing without one.
@@ -640,7 +664,9 @@ def describe(plan: Plan, environ) -> str:
     # The baked image's name is shown as a pattern when it is known only after the set-up.
     environment = plan.environment(UNKNOWN_BAKED_TAG if plan.bakes and plan.project.tag is None else None)
     variables = {**dotenv(ROOT / ".env"), **environ, **environment}
-    texts = {name: (ROOT / name).read_text(encoding="utf-8") for name in plan.files if name != WORKERS_FILE}
+    # The files the run would write are not there yet (or are an earlier run's).
+    generated = (WORKERS_FILE, slowdown.SLOW_FILE)
+    texts = {name: (ROOT / name).read_text(encoding="utf-8") for name in plan.files if name not in generated}
     override = plan.override()
     if override is not None:
         texts[WORKERS_FILE] = override
@@ -681,6 +707,7 @@ def describe(plan: Plan, environ) -> str:
         lines.append(f"               (TF_RESTART_LIMIT={limit}, compose.recovery.yaml)")
     else:
         lines.append("recovery       none: a failure ends the run")
+    lines += describe_slowed(plan, interpolate(declared(texts[BASE_FILE], "cpus"), variables))
     lines.append(f"verdict        the verifier's, once it has heard from {', '.join(waited_for)}")
 
     width = max(len(name) for name in plan.names) + 2
@@ -710,7 +737,17 @@ def describe(plan: Plan, environ) -> str:
     lines.append(f"  {assignments} docker compose config")
     if plan.project:
         lines.append(f"  (which reads {ENV_FILE} as the last run wrote it, if any)")
+    if plan.slowed:
+        lines.append(f"  (once a run has written {slowdown.SLOW_FILE})")
     return "\n".join(lines) + "\n"
+
+
+def describe_slowed(plan: Plan, cpus: str) -> list[str]:
+    """The dry run's line on the workers' CPU limits: compose.yaml's, and --slow's."""
+    if not plan.slowed:
+        return [f"cpus           every worker: {cpus} (TF_WORKER_CPUS); --slow NAME=CPUS limits one"]
+    limits = ", ".join(f"{name}: {slowdown.cpus_text(limit)}" for name, limit in plan.slowed.items())
+    return [f"cpus           {limits} (--slow, {slowdown.SLOW_FILE}); every other worker: {cpus} (TF_WORKER_CPUS)"]
 
 
 def describe_project(plan: Plan, environ, base: str) -> list[str]:
@@ -782,6 +819,7 @@ def arguments_of(plan: Plan) -> list[str]:
         arguments.append("--recover")
     if plan.profile:
         arguments += ["--network", plan.profile]
+    arguments += slowdown.arguments(plan.slowed)
     if plan.project:
         arguments += plan.project.arguments
     return [*arguments, "--dry-run"]

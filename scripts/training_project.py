@@ -76,6 +76,8 @@ SETTING_NAMES = frozenset(
         "TF_JOIN_TIMEOUT",
         "TF_RUN_TIMEOUT",
         "TF_STOP_GRACE",
+        "TF_STALL_TIMEOUT",
+        "TF_STARTUP_LOGS",
         "TF_RESTART_LIMIT",
         "TF_WORKER_MEMORY",
         "TF_WORKER_CPUS",

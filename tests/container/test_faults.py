@@ -15,6 +15,10 @@ pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
 JOIN = 15  # The join deadline these tests use (the default is 60 s): long enough for one progress line.
 SHORT_JOIN = 6  # Where no progress line is asserted.
 LONG_TRAINING = {"TRAIN_EPOCHS": "100000"}  # Runs until stopped: about 40 epochs a second.
+# A stopped worker exits 143 within TF_STOP_GRACE (2 s: TensorFlow ignores SIGTERM, so its program
+# is SIGKILLed then) + 2 s, for the command to deliver the signal and the launcher to end
+# (docs/exit-codes.md). Measured here: 2.6 s to 3.3 s, `docker compose stop` the slowest.
+STOP_BOUND = 2 + 2
 
 
 def now() -> datetime.datetime:
@@ -181,17 +185,19 @@ def test_a_peer_frozen_or_cut_off_mid_training(compose_project, fault):
     injected = now()
     if fault == "pause":
         subprocess.run(["docker", "pause", project.container("worker-1")], check=True, capture_output=True)
-        survivors = ["worker-0"]
+        lost = {"worker-0": "worker-1:12345: resolvable, no answer within 2s (3 heartbeats missed)"}
     else:
         network = f"{project.name}_cluster"
         subprocess.run(["docker", "network", "disconnect", network, project.container("worker-1")], check=True)
-        survivors = ["worker-0", "worker-1"]  # Cut off, each side has lost the other.
-    for service in survivors:
-        code = project.wait_for_exit(service)
-        assert code not in (0, ExitCode.TERMINATED), project.logs(service)
+        # Cut off, each side has lost the other, and says so (docs/failures.md): exit 5 on both.
+        lost = {
+            "worker-0": "worker-1:12345: name not resolvable (3 heartbeats missed)",
+            "worker-1": "worker-0:12345: name not resolvable (3 heartbeats missed)",
+        }
+    for service, peer in lost.items():
+        assert project.wait_for_exit(service) == ExitCode.PEER_LOST, project.logs(service)
         assert seconds_since(injected, project.finished_at(service)) < 30
-    assert "worker-1:12345" in project.logs("worker-0")
-    assert project.exit_code("worker-0") == ExitCode.PEER_LOST
+        assert f"lost peer {peer}" in project.logs(service)
 
 
 # -- stopping --------------------------------------------------------------------------------------
@@ -209,7 +215,7 @@ def test_a_stopped_worker_exits_at_once_with_a_clear_line(compose_project, phase
     else:
         start_long_training(project)
     container = project.container("worker-0")
-    started = time.monotonic()
+    signalled = now()
     if how == "stop":
         subprocess.run(["docker", "stop", container], check=True, capture_output=True, timeout=30)
     elif how == "interrupt":  # What Ctrl-C sends to a worker run in the foreground.
@@ -217,9 +223,9 @@ def test_a_stopped_worker_exits_at_once_with_a_clear_line(compose_project, phase
         project.wait_for_exit("worker-0", timeout=30)
     else:
         project.compose("stop", timeout=60)
-    elapsed = time.monotonic() - started
-    assert elapsed < 5
     assert project.exit_code("worker-0") == ExitCode.TERMINATED
+    # From just before the signal to Docker's own finish time: TF_STOP_GRACE, then the launcher's end.
+    assert seconds_since(signalled, project.finished_at("worker-0")) < STOP_BOUND
     signal_name = "SIGINT" if how == "interrupt" else "SIGTERM"
     log = project.logs("worker-0")
     assert f"launcher | worker-0:12345: received {signal_name}, stopping" in log
@@ -233,10 +239,14 @@ FINAL = "worker={index} replicas=2 initial_loss=0.7459 final_loss={loss} final_a
 
 
 def stand_in(tmp_path, commands: dict[str, str], verifier: dict[str, str] | None = None) -> str:
-    """An override replacing each worker's training program by a shell command (a stand-in trainer)."""
+    """An override replacing each worker's training program by a shell command (a stand-in trainer).
+
+    The commands differ between workers on purpose, so the launchers are told not to compare them.
+    """
     lines = ["services:"]
     for service, command in commands.items():
         lines += [f"  {service}:", f"    command: [sh, -c, {command!r}]"]
+        lines += ["    environment:", "      TFCLUSTER_COMPARE_COMMAND: '0'"]
     if verifier:
         lines += ["  verifier:", "    environment:"] + [f"      {k}: {v!r}" for k, v in verifier.items()]
     path = tmp_path / "stand-in.yaml"

@@ -1,6 +1,7 @@
 """The core harness end to end: two worker containers, the verifier, the tutorial's figures."""
 
 import os
+import re
 import subprocess
 import uuid
 
@@ -12,6 +13,9 @@ from trainer.contract.exitcodes import ExitCode
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
 
 FIGURES = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+# TensorFlow's C++ log lines (absl's form) and the line absl prints before the first of them.
+CPP_LOG_LINE = re.compile(r"^[IWEF]\d{4} [\d:.]+ +\d+ \S+:\d+\] ")
+ABSL_PREAMBLE = "WARNING: All log messages before absl::InitializeLog() is called are written to STDERR"
 
 
 def test_two_workers_train_in_sync_and_the_verifier_passes(compose_project):
@@ -19,10 +23,14 @@ def test_two_workers_train_in_sync_and_the_verifier_passes(compose_project):
     result = project.verdict()
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}" in result.stdout
+    # No straggler in a normal run (a slowed one is named: tests/container/test_stragglers.py).
+    assert "slowest worker" not in result.stdout
     for index in (0, 1):
         log = project.logs(f"worker-{index}")
         assert f"worker={index} {FIGURES}" in log
         assert "train | epoch:   3/3   | step:     12 | loss: 0.4168 | accuracy: 0.8281" in log
+        assert not [line for line in log.splitlines() if CPP_LOG_LINE.match(line)]  # Quiet by default.
+        assert ABSL_PREAMBLE not in log
         assert project.exit_code(f"worker-{index}") == 0
         state = project.state(f"worker-{index}")
         assert state["Config"]["Hostname"] == f"worker-{index}"
@@ -38,6 +46,17 @@ def test_two_workers_train_in_sync_and_the_verifier_passes(compose_project):
     assert network.stdout.strip() == "true"
 
 
+def test_tensorflows_startup_lines_are_shown_when_asked_for(compose_project):
+    project = compose_project(environment={"TF_STARTUP_LOGS": "1"})
+    result = project.verdict()
+    assert result.returncode == 0, result.stdout + result.stderr
+    for index in (0, 1):
+        log = project.logs(f"worker-{index}")
+        assert ABSL_PREAMBLE in log
+        assert f"Started server with target: grpc://worker-{index}:12345" in log
+        assert len([line for line in log.splitlines() if CPP_LOG_LINE.match(line)]) >= 3, log
+
+
 @pytest.mark.parametrize("count", [1, 3, 4])
 def test_any_number_of_workers_trains_in_sync(compose_project, tmp_path, count):
     override = tmp_path / "workers.yaml"
@@ -49,6 +68,7 @@ def test_any_number_of_workers_trains_in_sync(compose_project, tmp_path, count):
     result = project.verdict(timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"verdict: PASS: {count} of {count} workers agree: replicas={count} " in result.stdout
+    assert "slowest worker" not in result.stdout
     finals = {}
     for index in range(count):
         assert project.state(f"worker-{index}")["Config"]["Hostname"] == f"worker-{index}"

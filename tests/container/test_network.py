@@ -1,9 +1,9 @@
 """Network profiles (docs/network.md): each shaped link measured and held to its
 profile, training verified under it, a worker without its shaper stopped, and a partition."""
 
+import datetime
 import re
 import subprocess
-import time
 
 import pytest
 
@@ -47,7 +47,7 @@ def test_wan_adds_50_ms_of_round_trip(compose_project):
 
 def test_lossy_drops_about_one_packet_in_a_hundred(compose_project):
     for _, _, _, _, _, loss in shaped_run(compose_project, "lossy"):
-        # 5000 datagrams at 1 %: three standard deviations are 0.42 points.
+        # 5000 datagrams at 1 %: four standard deviations (trainer/shaper/checks.py's LOSS_SIGMAS) are 0.56 points.
         assert 0.44 <= float(loss) <= 1.56
 
 
@@ -86,17 +86,21 @@ def test_a_partitioned_worker_is_lost_within_the_fail_fast_bound(compose_project
         "COMPOSE_PROJECT_NAME": project.name,
         "COMPOSE_FILE": f"compose.yaml:{NETWORK}",
     }
+    # From before the cut (what scripts/partition takes counts against the bound) to Docker's own
+    # finish time of each worker: the fail-fast bound for a peer cut off, 30 s (docs/failures.md).
+    injected = datetime.datetime.now(datetime.UTC)
     cut = subprocess.run(
         ["scripts/partition", "worker-1"], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=60
     )
     assert cut.returncode == 0, cut.stderr
     assert "shaper | worker-1: cut off" in cut.stdout
-    cut_at = time.monotonic()
     codes = {service: project.wait_for_exit(service, timeout=90) for service in ("worker-0", "worker-1")}
-    assert time.monotonic() - cut_at < 30 + 5  # The fail-fast bound for a peer cut off: 30 s.
+    for service in codes:
+        assert (project.finished_at(service) - injected).total_seconds() < 30
     assert codes == {"worker-0": ExitCode.PEER_LOST, "worker-1": ExitCode.PEER_LOST}
-    assert "lost peer worker-1:12345" in project.logs("worker-0")
-    assert "lost peer worker-0:12345" in project.logs("worker-1")
+    # Each side, as docs/failures.md has it: the name still resolves, but no answer comes.
+    assert "lost peer worker-1:12345: resolvable, no answer within 2s (3 heartbeats missed)" in project.logs("worker-0")
+    assert "lost peer worker-0:12345: resolvable, no answer within 2s (3 heartbeats missed)" in project.logs("worker-1")
 
 
 def test_partition_names_bad_input_in_one_line():

@@ -24,7 +24,11 @@ sys.exit(launcher.main(sys.argv[1:]))
 
 @pytest.fixture
 def cluster():
-    """Starts launchers of one loopback cluster; kills whatever is left of them after the test."""
+    """Starts launchers of one loopback cluster; kills whatever is left of them after the test.
+
+    Each worker runs the stand-in program its test gives it, which may differ between workers:
+    so their commands are not compared (TFCLUSTER_COMPARE_COMMAND=0) unless a test asks for it.
+    """
     ports = [free_port(), free_port()]
     base = free_port(3)  # Side ports of up to three workers on one host: base, base + 1, base + 2.
     launched = []
@@ -35,6 +39,7 @@ def cluster():
             "TF_WORKER_HOSTS": ",".join(f"127.0.0.1:{port}" for port in ports),
             "TF_TASK_INDEX": str(index),
             "TF_RENDEZVOUS_PORT": str(base),
+            "TFCLUSTER_COMPARE_COMMAND": "0",
             **variables,
         }
         entry = ["-m", "trainer.launcher"] if patches is None else ["-c", PATCHED_LAUNCHER.format(patches=patches)]

@@ -210,6 +210,18 @@ BAD_ARGUMENTS = [
     ("scripts/run", ["--network", "wan", "--workers", "3"], {}, ["--network", "not with --workers 3"]),
     ("scripts/run", ["--network", "lan", "--recover"], {}, ["--network and --recover do not go together"]),
     ("scripts/run", ["--dry-run", "--recover=yes"], {}, ["--recover takes no value, got 'yes'"]),
+    ("scripts/run", ["--slow", "worker-1"], {}, ["run: --slow 'worker-1' must be NAME=CPUS, such as worker-1=0.25"]),
+    ("scripts/run", ["--slow", "worker-1=fast"], {}, ["--slow 'worker-1=fast': CPUS must be a positive", "'fast'"]),
+    ("scripts/run", ["--slow", "worker-1=0"], {}, ["--slow 'worker-1=0': CPUS must be a positive number", "got '0'"]),
+    ("scripts/run", ["--slow", "worker-1=-1"], {}, ["--slow 'worker-1=-1': CPUS must be a positive number"]),
+    ("scripts/run", ["--slow", "worker-1=inf"], {}, ["--slow 'worker-1=inf': CPUS must be a positive number"]),
+    ("scripts/run", ["--slow", "worker-1=0.001"], {}, ["CPUS must be at least 0.01 (Docker's least limit)"]),
+    ("scripts/run", ["--slow", "worker-2=1"], {}, ["--slow worker-2: no such worker in this run (worker-0, worker-1)"]),
+    ("scripts/run", ["--slow", "worker1=0.5"], {}, ["--slow worker1: no such worker", "did you mean worker-1?"]),
+    ("scripts/run", ["--workers", "1", "--slow", "worker-1=0.5"], {}, ["no such worker in this run (worker-0)"]),
+    ("scripts/run", ["--slow", "worker-1=4096"], {}, ["--slow worker-1=4096: more CPUs than this machine has ("]),
+    ("scripts/run", ["--slow", "worker-1=0.5", "--slow", "worker-1=1"], {}, ["worker-1 is given twice (0.5 and 1)"]),
+    ("scripts/run", ["--slow"], {}, ["run: --slow needs NAME=CPUS"]),
     ("scripts/run", ["--bogus"], {}, ["'--bogus'", "usage: scripts/run [-h] [--workers N]"]),
     ("scripts/run", ["4"], {}, ["unknown argument '4'"]),
     ("scripts/run", ["--dry-run"], {"TRAINER_SCRIPT": "no/such/train.py"}, ["TRAINER_SCRIPT 'no/such/train.py'"]),
@@ -321,6 +333,46 @@ def test_the_dry_run_of_one_worker_shows_its_own_pass_mark(sandbox):
     text = sandbox.run("scripts/run", "--workers", "1", "--dry-run").stdout
     assert re.search(r"^  worker-0 +0 +worker-0$", text, re.MULTILINE)
     assert f"  TRAIN_MIN_ACCURACY={workers.SINGLE_WORKER_MIN_ACCURACY}\n" in text
+
+
+def test_the_dry_run_shows_each_workers_cpus_and_the_slowed_ones(sandbox):
+    text = sandbox.run("scripts/run", "--dry-run").stdout
+    assert "cpus           every worker: 2 (TF_WORKER_CPUS); --slow NAME=CPUS limits one\n" in text
+    arguments = ["--workers", "3", "--slow", "worker-2=.5", "--slow", "worker-0=1.0", "--dry-run"]
+    result = sandbox.run("scripts/run", *arguments, TF_WORKER_CPUS="1.5")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("scripts/run --workers 3 --slow worker-2=0.5,worker-0=1 --dry-run: what it would do")
+    assert "compose files  compose.yaml:compose.workers.yaml:.tfcluster/compose.slow.yaml (COMPOSE_FILE)\n" in text
+    assert (
+        "cpus           worker-2: 0.5, worker-0: 1 (--slow, .tfcluster/compose.slow.yaml); "
+        "every other worker: 1.5 (TF_WORKER_CPUS)\n"
+    ) in text
+    assert "  write compose.workers.yaml\n  write .tfcluster/compose.slow.yaml\n  scripts/setup\n" in text
+    sandbox.assert_untouched()
+
+
+def test_the_slowed_limits_are_one_override_named_last(recorded, tmp_path):
+    status, recorder = recorded(["--slow", "worker-1=0.25,worker-0=1.5", "--network", "lan"])
+    assert status == 0
+    assert recorder.commands[2][0] == run.UP
+    assert recorder.commands[2][1]["env"]["COMPOSE_FILE"] == (
+        "compose.yaml:compose.network.yaml:.tfcluster/compose.slow.yaml"
+    )
+    assert (tmp_path / ".tfcluster/compose.slow.yaml").read_text() == (
+        "# Written by `scripts/run --slow worker-1=0.25,worker-0=1.5`: each named worker's CPU limit. Do not edit.\n"
+        "services:\n  worker-1:\n    cpus: 0.25\n  worker-0:\n    cpus: 1.5\n"
+    )
+
+
+def test_a_slowed_worker_beyond_the_machines_cores_is_refused_before_anything_starts(sandbox):
+    # Not a dry run: Docker would refuse it only at `up`, after the set-up.
+    cores = os.cpu_count()
+    result = sandbox.run("scripts/run", "--slow", f"worker-0={cores + 0.5}")
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert result.stderr == f"run: --slow worker-0={cores + 0.5}: more CPUs than this machine has ({cores})\n"
+    sandbox.assert_untouched()
+    assert sandbox.run("scripts/run", "--slow", f"worker-0={cores}", "--dry-run").returncode == 0
 
 
 # -- scripts/run --project: bad input ------------------------------------------------------------

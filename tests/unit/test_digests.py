@@ -133,3 +133,82 @@ def test_a_digest_travels_as_a_record():
     digest = Digest(sha256="ab" * 32, summary="3 files, 10 bytes")
     assert Digest.from_record(digest.to_record()) == digest
     assert Digest.from_record(None) is None
+
+
+# -- the image and the training command ----------------------------------------------------------
+
+
+@pytest.fixture
+def image(tmp_path):
+    """A stand-in for an image: the launcher's package, and the release files of its OS."""
+    package = tmp_path / "app" / "trainer"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text('"""The package."""\n')
+    etc = tmp_path / "etc"
+    etc.mkdir()
+    (etc / "os-release").write_text('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nNAME="Debian GNU/Linux"\n')
+    (etc / "debian_version").write_text("12.11\n")
+    return package, (str(etc / "os-release"), str(etc / "debian_version"))
+
+
+def test_the_image_digest_names_the_code_and_the_release(image):
+    package, releases = image
+    first = digests.image_digest(str(package), releases)
+    assert first == digests.image_digest(str(package), releases)
+    assert first.summary == "trainer code 1 files, 19 bytes; Debian GNU/Linux 12 (bookworm) 12.11"
+    (package / "__pycache__").mkdir()
+    (package / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    assert digests.image_digest(str(package), releases) == first  # Bytecode is no part of the code.
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda package, etc: (package / "__init__.py").write_text('"""The other."""\n'),
+        lambda package, etc: (package / "extra.py").write_text(""),
+        lambda package, etc: (etc / "debian_version").write_text("12.12\n"),
+        lambda package, etc: (etc / "os-release").write_text('PRETTY_NAME="Debian GNU/Linux 13 (trixie)"\n'),
+        lambda package, etc: (etc / "debian_version").unlink(),
+    ],
+    ids=["code changed", "code added", "point release", "release", "release file gone"],
+)
+def test_the_image_digest_changes_with_the_code_or_the_release(image, change):
+    package, releases = image
+    before = digests.image_digest(str(package), releases)
+    change(package, package.parents[1] / "etc")
+    assert digests.image_digest(str(package), releases).sha256 != before.sha256
+
+
+def test_an_image_without_release_files_says_so(image, tmp_path):
+    package, _ = image
+    assert digests.image_digest(str(package), [str(tmp_path / "none")]).summary.endswith("; unknown OS release")
+
+
+def test_the_command_digest_covers_its_words_and_the_files_they_name(tmp_path):
+    (tmp_path / "train.py").write_text("rate = 0.1\n")
+    (tmp_path / "data").mkdir()
+    first = digests.command_digest(["python", "train.py", "--data", "data", "--missing", "nothing.py"], str(tmp_path))
+    assert first.summary == "6 words, 1 file it names"  # Not the folder, nor a word naming nothing.
+    assert str(first) == f"{first.sha256[:12]} (6 words, 1 file it names)"
+    again = digests.command_digest(["python", "train.py", "--data", "data", "--missing", "nothing.py"], str(tmp_path))
+    assert again == first
+    assert digests.command_digest(["python", "train.py"], str(tmp_path)) != first
+    before = digests.command_digest(["python", "train.py"], str(tmp_path))
+    (tmp_path / "train.py").write_text("rate = 0.2\n")  # Same size, other content.
+    assert digests.command_digest(["python", "train.py"], str(tmp_path)) != before
+    absolute = digests.command_digest(["python", str(tmp_path / "train.py")], "/")
+    assert absolute.summary == "2 words, 1 file it names"
+
+
+def test_files_of_folders_compared_otherwise_are_not_read_again(tmp_path):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "train.py").write_text("rate = 0.1\n")
+    covered = digests.command_digest(["python", "train.py"], str(project), covered=[str(project), ""])
+    assert covered.summary == "2 words"
+    (project / "train.py").write_text("rate = 0.2\n")  # The project digest tells this change, not this one.
+    assert digests.command_digest(["python", "train.py"], str(project), covered=[str(project)]) == covered
+
+
+def test_a_command_not_compared_shows_as_such():
+    assert str(digests.UNCOMPARED_COMMAND) == "(not compared: TFCLUSTER_COMPARE_COMMAND=0)"

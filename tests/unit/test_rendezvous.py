@@ -5,17 +5,21 @@ import pytest
 from tests.conftest import free_port
 from trainer.contract.cluster import from_template
 from trainer.contract.settings import TrainingSettings
-from trainer.launcher.digests import Digest, packages_digest, project_digest
+from trainer.launcher.digests import UNCOMPARED_COMMAND, Digest, packages_digest, project_digest
 from trainer.launcher.rendezvous import Fingerprint, Server, differences, fetch, rendezvous_port
+
+NEW_FIELDS = ("checkpoint_dir", "variables", "versions", "image", "command")
 
 
 def fingerprint(hosts="worker-0,worker-1", index=0, *, user_settings=None, project=None, packages=None, **settings):
+    fields = {name: settings.pop(name) for name in NEW_FIELDS if name in settings}
     return Fingerprint.of(
         from_template(hosts, index),
         TrainingSettings(**settings),
         user_settings=user_settings,
         project=project,
         packages=packages,
+        **fields,
     )
 
 
@@ -173,4 +177,103 @@ def test_two_long_user_settings_alike_at_first_differ_all_the_same():
     theirs = fingerprint(index=1, user_settings={"CONFIG": "x" * 100 + "2"})
     assert compare(mine, theirs) == [
         f"user setting CONFIG differs: worker-0:12345 has '{'x' * 56}..., worker-1:12345 has '{'x' * 56}..."
+    ]
+
+
+# -- what else changes the computation: checkpoints, variables, versions, image, command -----------
+
+
+def test_a_checkpoint_directory_that_differs_is_named_with_both_values():
+    mine = fingerprint(checkpoint_dir="/checkpoints")
+    assert compare(mine, fingerprint(index=1, checkpoint_dir="")) == [
+        "TF_CHECKPOINT_DIR differs: worker-0:12345 has /checkpoints, worker-1:12345 has (empty: no checkpoints)"
+    ]
+    assert compare(mine, fingerprint(index=1, checkpoint_dir="/elsewhere")) == [
+        "TF_CHECKPOINT_DIR differs: worker-0:12345 has /checkpoints, worker-1:12345 has /elsewhere"
+    ]
+    assert compare(mine, fingerprint(index=1, checkpoint_dir="/checkpoints")) == []
+
+
+def test_a_computation_variable_set_on_one_worker_or_to_another_value_is_named():
+    mine = fingerprint(variables={"TF_USE_LEGACY_KERAS": "1", "PYTHONHASHSEED": "0"})
+    theirs = fingerprint(index=1, variables={"PYTHONHASHSEED": "1", "TF_ENABLE_ONEDNN_OPTS": "0"})
+    assert compare(mine, theirs) == [
+        "TF_USE_LEGACY_KERAS differs: worker-0:12345 has 1, worker-1:12345 has (unset)",
+        "PYTHONHASHSEED differs: worker-0:12345 has 0, worker-1:12345 has 1",
+        "TF_ENABLE_ONEDNN_OPTS differs: worker-0:12345 has (unset), worker-1:12345 has 0",
+    ]
+    assert compare(mine, fingerprint(index=1, variables={"PYTHONHASHSEED": "0", "TF_USE_LEGACY_KERAS": "1"})) == []
+
+
+VERSIONS = {"Python": "3.11.2", "tensorflow": None, "tensorflow-cpu": "2.21.0", "keras": "3.15.1", "tf-keras": "2.21.0"}
+
+
+def test_versions_of_python_tensorflow_and_keras_are_named_plainly():
+    theirs = {**VERSIONS, "Python": "3.12.1", "tensorflow-cpu": "2.20.0", "tf-keras": None}
+    assert compare(fingerprint(versions=VERSIONS), fingerprint(index=1, versions=theirs)) == [
+        "Python differs: worker-0:12345 has 3.11.2, worker-1:12345 has 3.12.1",
+        "tensorflow-cpu differs: worker-0:12345 has 2.21.0, worker-1:12345 has 2.20.0",
+        "tf-keras differs: worker-0:12345 has 2.21.0, worker-1:12345 has (not installed)",
+    ]
+    assert compare(fingerprint(versions=VERSIONS), fingerprint(index=1, versions=dict(VERSIONS))) == []
+
+
+def test_a_different_image_is_named_with_both_digests():
+    ours = Digest(sha256="1a" * 32, summary="trainer code 60 files, 250000 bytes; Debian GNU/Linux 12 (bookworm) 12.11")
+    its = Digest(sha256="2b" * 32, summary="trainer code 61 files, 250100 bytes; Debian GNU/Linux 12 (bookworm) 12.11")
+    assert compare(fingerprint(image=ours), fingerprint(index=1, image=its)) == [
+        f"image differs: worker-0:12345 has 1a1a1a1a1a1a ({ours.summary}), "
+        f"worker-1:12345 has 2b2b2b2b2b2b ({its.summary}) (workers run different images)"
+    ]
+    assert compare(fingerprint(image=ours), fingerprint(index=1, image=ours)) == []
+
+
+def test_a_different_training_command_is_named_and_one_worker_cannot_opt_out_alone():
+    ours = Digest(sha256="3c" * 32, summary="3 words")
+    its = Digest(sha256="4d" * 32, summary="2 words, 1 file it names")
+    suffix = "(another command, or another version of a file it names)"
+    assert compare(fingerprint(command=ours), fingerprint(index=1, command=its)) == [
+        f"training command differs: worker-0:12345 has 3c3c3c3c3c3c (3 words), "
+        f"worker-1:12345 has 4d4d4d4d4d4d (2 words, 1 file it names) {suffix}"
+    ]
+    assert compare(fingerprint(command=ours), fingerprint(index=1, command=UNCOMPARED_COMMAND)) == [
+        f"training command differs: worker-0:12345 has 3c3c3c3c3c3c (3 words), "
+        f"worker-1:12345 has (not compared: TFCLUSTER_COMPARE_COMMAND=0) {suffix}"
+    ]
+    uncompared = fingerprint(command=UNCOMPARED_COMMAND)
+    assert compare(uncompared, fingerprint(index=1, command=UNCOMPARED_COMMAND)) == []
+
+
+def everything(index=0):
+    return fingerprint(
+        index=index,
+        checkpoint_dir="/checkpoints",
+        variables={"TF_USE_LEGACY_KERAS": "1"},
+        versions=VERSIONS,
+        image=Digest(sha256="1a" * 32, summary="trainer code 60 files, 250000 bytes; Debian"),
+        command=Digest(sha256="3c" * 32, summary="3 words"),
+    )
+
+
+def test_every_new_field_travels_whole_as_json():
+    whole = everything()
+    assert Fingerprint.from_record(json.loads(json.dumps(whole.to_record()))) == whole
+
+
+def test_a_record_of_an_older_launcher_parses_and_differs_on_what_it_did_not_report():
+    older = everything(index=1).to_record()
+    for key in NEW_FIELDS:
+        del older[key]
+    not_reported = "(not reported: another version of the launcher)"
+    assert compare(everything(), Fingerprint.from_record(older)) == [
+        f"TF_CHECKPOINT_DIR differs: worker-0:12345 has /checkpoints, worker-1:12345 has {not_reported}",
+        "TF_USE_LEGACY_KERAS differs: worker-0:12345 has 1, worker-1:12345 has (unset)",
+        *(
+            f"{name} differs: worker-0:12345 has {value or '(not installed)'}, worker-1:12345 has {not_reported}"
+            for name, value in VERSIONS.items()
+        ),
+        f"image differs: worker-0:12345 has 1a1a1a1a1a1a (trainer code 60 files, 250000 bytes; Debian), "
+        f"worker-1:12345 has {not_reported} (workers run different images)",
+        f"training command differs: worker-0:12345 has 3c3c3c3c3c3c (3 words), worker-1:12345 has {not_reported} "
+        "(another command, or another version of a file it names)",
     ]

@@ -47,6 +47,9 @@ def test_the_cluster_job_gates_on_the_verdict_publishes_reports_and_always_tears
     runs = [step.get("run", "") for step in jobs["cluster"]["steps"]]
     assert any("--exit-code-from verifier verifier" in run for run in runs)
     assert any("--junit logs/verdict.xml" in run for run in runs)
+    # The saved-logs verdict gets the workers' exit codes, in the form the verifier reads (NAME CODE lines).
+    assert any("--format '{{.Service}} {{.ExitCode}}' worker-0 worker-1 > logs/exit-codes.txt" in run for run in runs)
+    assert any("--exit-codes-from logs/exit-codes.txt" in run and "--junit" in run for run in runs)
     uploads = [step for step in jobs["cluster"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact")]
     assert uploads and all(step["if"] == "always()" for step in uploads)
     build = next(step for step in jobs["cluster"]["steps"] if step.get("uses", "").startswith("docker/build-push"))

@@ -14,5 +14,9 @@ class ExitCode(enum.IntEnum):
     VERIFICATION_FAILED = 7
     # The keeper (trainer/keeper/keeper.py) stopped restarting the cluster.
     GAVE_UP = 8
+    # The container's memory limit ended the training program (trainer/launcher/health.py).
+    OUT_OF_MEMORY = 9
+    # No worker's program made progress for TF_STALL_TIMEOUT: each dumped its stack and was stopped.
+    STALLED = 10
     # 128 + SIGTERM, as a shell reports a process ended by SIGTERM.
     TERMINATED = 143

@@ -214,12 +214,24 @@ class LaunchSettings(Settings):
     stop_grace: float = setting(
         env="TF_STOP_GRACE", kind=float, greater_than=0, at_most=3600, unit="seconds", default=2.0
     )
+    # How long every worker's program may make no progress (no CPU used, no line printed) before the
+    # cluster counts as stalled: each worker dumps its program's stack and stops (docs/failures.md, "Stalls").
+    stall_timeout: float = setting(
+        env="TF_STALL_TIMEOUT", kind=float, greater_than=0, at_most=604_800, unit="seconds", default=300.0
+    )
     # The user's own settings (scripts/run --env, --env-file), comma-separated names: the rendezvous
     # compares their values on every worker, as it does the TRAIN_* settings.
     user_variables: tuple[str, ...] = setting(env="TFCLUSTER_USER_ENV", kind=_comma_separated, default=())
     # Empty: no project of the user's. Else where it is mounted (read-only): the rendezvous compares
     # a digest of its files on every worker (trainer/launcher/digests.py).
     project_dir: str = setting(env="TFCLUSTER_PROJECT_DIR", default="")
+    # 1: the rendezvous compares a digest of the training command (and of the files it names) on
+    # every worker. 0: the workers run different programs on purpose (the tests' stand-in programs);
+    # a worker with 0 still differs from one with 1, so none opts out alone.
+    compare_command: str = setting(env="TFCLUSTER_COMPARE_COMMAND", choices=("0", "1"), default="1")
+    # 1: the program runs with TF_CPP_MIN_LOG_LEVEL=0 and TensorFlow's C++ start-up notices are
+    # shown; 0: they are kept out of the worker's output (trainer/launcher/noise.py).
+    startup_logs: int = setting(env="TF_STARTUP_LOGS", kind=int, at_least=0, at_most=1, default=0)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -228,11 +240,15 @@ class RecoverySettings(Settings):
 
     The faults are for testing the recovery path (docs/failures.md, "Recovery"): the program
     exits 1 right after the given step, or the chief waits this long between writing a checkpoint
-    and committing it, so that a kill can land in the middle of a save.
+    and committing it, so that a kill can land in the middle of a save; and the stall watchdog:
+    the program stops calling collectives after the given step (docs/failures.md, "Stalls").
     """
 
+    # Compared at the rendezvous (the chief's saves and every worker's restore are collectives);
+    # the faults below are not: each is injected into one worker on purpose.
     checkpoint_dir: str = setting(env="TF_CHECKPOINT_DIR", default="")
     fault_exit_at_step: int = setting(env="TFCLUSTER_FAULT_EXIT_AT_STEP", kind=int, at_least=0, default=0)
+    fault_hang_at_step: int = setting(env="TFCLUSTER_FAULT_HANG_AT_STEP", kind=int, at_least=0, default=0)
     fault_commit_delay: float = setting(
         env="TFCLUSTER_FAULT_COMMIT_DELAY", kind=float, at_least=0, at_most=3600, unit="seconds", default=0.0
     )

@@ -35,7 +35,12 @@ ROLE_LABEL = "tfcluster.role=worker"
 PROJECT_LABEL = "com.docker.compose.project"
 NAME = "keeper"
 # Failures a restart would only repeat: the worker's own verdict on its configuration or result.
-NOT_RESTARTABLE = {ExitCode.CONFIG_ERROR: "a configuration error", ExitCode.TRAINING_CHECK_FAILED: "a failed check"}
+NOT_RESTARTABLE = {
+    ExitCode.CONFIG_ERROR: "a configuration error",
+    ExitCode.TRAINING_CHECK_FAILED: "a failed check",
+    # The same program on the same limit runs out of memory again: raise TF_WORKER_MEMORY instead.
+    ExitCode.OUT_OF_MEMORY: "out of memory",
+}
 
 
 @dataclasses.dataclass(frozen=True)

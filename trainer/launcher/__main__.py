@@ -17,8 +17,8 @@ from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder, WorkerFiles
-from trainer.contract.settings import LaunchSettings, TrainingSettings
-from trainer.launcher import digests, rendezvous
+from trainer.contract.settings import LaunchSettings, RecoverySettings, TrainingSettings
+from trainer.launcher import digests, noise, rendezvous, runtime
 from trainer.launcher.supervisor import Deadlines, Supervisor
 
 
@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
         launch = LaunchSettings.from_env(os.environ)
         _check_rendezvous_port(cluster, launch.rendezvous_port)
         _check_identity(cluster, socket.gethostname())
-        fingerprint = _fingerprint(cluster, settings, launch, os.environ)
+        fingerprint = _fingerprint(cluster, settings, launch, os.environ, command)
     except ValueError as error:
         name = socket.gethostname()
         return _config_error(str(error), Recorder(WorkerFiles(Path(results_dir), name)) if results_dir else None)
@@ -54,7 +54,12 @@ def main(argv: list[str]) -> int:
             cluster=cluster,
             fingerprint=fingerprint,
             rendezvous_base_port=launch.rendezvous_port,
-            deadlines=Deadlines(join=launch.join_timeout, run=launch.run_timeout, stop_grace=launch.stop_grace),
+            deadlines=Deadlines(
+                join=launch.join_timeout,
+                run=launch.run_timeout,
+                stop_grace=launch.stop_grace,
+                stall=launch.stall_timeout,
+            ),
             recorder=recorder,
             shaped_in=launch.results_dir if launch.network_profile else None,
             run_id=run_id,
@@ -64,13 +69,18 @@ def main(argv: list[str]) -> int:
         return _config_error(f"cannot serve the rendezvous on port {launch.rendezvous_port}: {error}", recorder)
     signal.signal(signal.SIGTERM, supervisor.handle_signal)
     signal.signal(signal.SIGINT, supervisor.handle_signal)
-    return supervisor.run(command, {**os.environ, "TF_CONFIG": cluster.tf_config_json()})
+    variables = {**noise.logging_variables(launch.startup_logs), "TF_CONFIG": cluster.tf_config_json()}
+    return supervisor.run(command, {**os.environ, **variables})
 
 
 def _fingerprint(
-    cluster: cluster_config.Cluster, settings: TrainingSettings, launch: LaunchSettings, environ: Mapping[str, str]
+    cluster: cluster_config.Cluster,
+    settings: TrainingSettings,
+    launch: LaunchSettings,
+    environ: Mapping[str, str],
+    command: list[str],
 ) -> rendezvous.Fingerprint:
-    """What this worker compares with every peer: the settings, the user's own, and digests of the code.
+    """What this worker compares with every peer: the settings, the user's own, the versions, and digests of the code.
 
     The user's settings are read here, as every other variable is: `TFCLUSTER_USER_ENV` names them.
     """
@@ -80,12 +90,26 @@ def _fingerprint(
             project = digests.project_digest(launch.project_dir)
         except ValueError as error:
             raise ValueError(f"`TFCLUSTER_PROJECT_DIR` ({launch.project_dir!r}) {error}") from None
+    # The launcher's own package: in the image, /app/trainer, the default program's code too.
+    package_dir = str(Path(__file__).resolve().parents[1])
+    # The program runs in the launcher's working directory: the files its words name are found from there.
+    program = (
+        digests.command_digest(command, os.getcwd(), covered=(launch.project_dir, package_dir))
+        if launch.compare_command == "1"
+        else digests.UNCOMPARED_COMMAND
+    )
     return rendezvous.Fingerprint.of(
         cluster,
         settings,
         user_settings={name: digests.value_digest(environ.get(name)) for name in launch.user_variables},
         project=project,
         packages=digests.packages_digest(),
+        # Only the directory: the faults beside it are injected into one worker on purpose.
+        checkpoint_dir=RecoverySettings.from_env(environ, only={"checkpoint_dir"}).checkpoint_dir,
+        variables=runtime.computation_variables(environ, compared_otherwise=launch.user_variables),
+        versions=runtime.versions(),
+        image=digests.image_digest(package_dir),
+        command=program,
     )
 
 

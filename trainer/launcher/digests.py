@@ -1,4 +1,5 @@
-"""Digests the rendezvous compares besides the settings: the project's files and the installed packages.
+"""Digests the rendezvous compares besides the settings: the project's files, the installed packages,
+the image and the training command.
 
 Workers built from different code or different requirements train on silently, each its own way;
 one sha256 per worker is enough to stop them before they do. Standard library only, and nothing is
@@ -19,11 +20,26 @@ the order of their relative paths:
 
 Past PROJECT_FILE_LIMIT (100,000) files, or past PROJECT_READ_LIMIT (256 MiB) of files read
 whole, the directory holds data rather than code: a config error says so, instead of a slow start.
+
+The image digest tells two images apart from inside the container, without Docker: the launcher's
+own package (the image's `/app/trainer`, the code of `python -m trainer.training` too) by the
+project digest's rules, and the operating system's release (`/etc/os-release`, `/etc/debian_version`).
+Computed at every start (a few milliseconds for some hundred small files) rather than written into
+the image at build time: a value that changed with every build would defeat the build cache (an
+unchanged tree would no longer give the same image), one derived from the code is what is computed
+here anyway, and this way images built by other means (a baked project, another registry's copy)
+are covered too. Python's version and the packages' are compared on their own, by name.
+
+The command digest covers the training command's words and the content of every file a word names
+(relative to the working directory) outside the directories compared already: a script mounted on
+its own (compose.byo.yaml's `/user/train.py`) is covered; `-m trainer.training` is the image's
+code, `train.py` in the project the project's, and a module of an installed package the packages'.
 """
 
 import dataclasses
 import hashlib
 import importlib.metadata
+import json
 import os
 import re
 import stat
@@ -46,7 +62,7 @@ class Digest:
 
     def __str__(self) -> str:
         # Twelve hex digits tell two digests apart as surely as a short Git commit name does.
-        return f"{self.sha256[:12]} ({self.summary})"
+        return f"{self.sha256[:12]} ({self.summary})" if self.sha256 else f"({self.summary})"
 
     def to_record(self) -> dict:
         return {"sha256": self.sha256, "summary": self.summary}
@@ -161,3 +177,61 @@ def value_digest(value: str | None) -> str | None:
     none of these, for it may be a secret.
     """
     return None if value is None else "sha256:" + hashlib.sha256(value.encode()).hexdigest()[:16]
+
+
+# Where the operating system says which release it is (os-release(5)), and Debian its point release.
+RELEASE_FILES = ("/etc/os-release", "/etc/debian_version")
+
+
+def image_digest(package_dir: str, release_files: Iterable[str] = RELEASE_FILES) -> Digest:
+    """The digest of the launcher's own package (`package_dir`) and of the release files there are."""
+    code = project_digest(package_dir)
+    combined = hashlib.sha256(f"code\0{code.sha256}\n".encode())
+    texts = []
+    for path in release_files:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read()
+        except OSError:
+            text = None  # No such file: an OS other than Debian's, say; recorded as missing.
+        combined.update(b"\0".join((os.fsencode(path), b"-" if text is None else text)) + b"\n")
+        texts.append(text.decode(errors="replace") if text else "")
+    return Digest(sha256=combined.hexdigest(), summary=f"trainer code {code.summary}; {_release_name(texts)}")
+
+
+def _release_name(texts: list[str]) -> str:
+    """How a person names the release: os-release's PRETTY_NAME, then a one-line file (Debian's point release)."""
+    parts = []
+    for text in texts:
+        pretty = [line.partition("=")[2].strip("\"' ") for line in text.splitlines() if line.startswith("PRETTY_NAME=")]
+        if pretty:
+            parts.append(pretty[0])
+        elif text.strip() and len(text.strip().splitlines()) == 1:
+            parts.append(text.strip())
+    return " ".join(parts) or "unknown OS release"
+
+
+# What a worker told not to compare its command (TFCLUSTER_COMPARE_COMMAND=0) has in place of its digest:
+# equal on every worker so told, different from every digest.
+UNCOMPARED_COMMAND = Digest(sha256="", summary="not compared: TFCLUSTER_COMPARE_COMMAND=0")
+
+
+def command_digest(command: list[str], cwd: str, covered: Iterable[str] = ()) -> Digest:
+    """The digest of `command`'s words, and of each file a word names, unless it lies in a `covered` folder."""
+    combined = hashlib.sha256(json.dumps(command).encode() + b"\n")
+    covered = [os.path.realpath(folder) for folder in covered if folder]
+    read = 0
+    for word in command:
+        path = os.path.join(cwd, word)
+        try:
+            info = os.stat(path)
+            real = os.path.realpath(path)
+        except (OSError, ValueError):  # No such file, or no path at all (a NUL in it).
+            continue
+        if not stat.S_ISREG(info.st_mode) or any(os.path.commonpath((real, folder)) == folder for folder in covered):
+            continue
+        kind, detail = _describe(cwd, word, info)
+        combined.update(b"\0".join((kind, os.fsencode(word), str(info.st_size).encode(), detail)) + b"\n")
+        read += 1
+    files = f", {read} file{'s' if read != 1 else ''} it names" if read else ""
+    return Digest(sha256=combined.hexdigest(), summary=f"{len(command)} words{files}")

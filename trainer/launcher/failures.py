@@ -54,6 +54,18 @@ class DeadlineExceeded(LaunchFailure):
     exit_code = ExitCode.DEADLINE_EXCEEDED
 
 
+class OutOfMemory(LaunchFailure):
+    """The container's memory limit ended the program: the kernel killed it, or it thrashed (and lost its peers)."""
+
+    exit_code = ExitCode.OUT_OF_MEMORY
+
+
+class Stall(LaunchFailure):
+    """No worker's program made progress for the stall timeout: each dumped its stack and was stopped."""
+
+    exit_code = ExitCode.STALLED
+
+
 class Stopped(LaunchFailure):
     """A signal (SIGTERM from `docker stop`, or SIGINT) stopped the run, whatever else happened."""
 

@@ -53,3 +53,11 @@ def still_asking(watches: list[PeerWatch]) -> set[int]:
             continue  # Lost, or ended: it asks no more.
         asking.add(watch.position)
     return asking
+
+
+def linger_then_close(*, server: Server, watches: list[PeerWatch], stop: StopRequest) -> None:
+    """Serves the final state until every live peer has seen it (`linger`), then stops serving and asking."""
+    linger(server=server, watches=watches, stop=stop)
+    for watch in watches:
+        watch.stop()
+    server.close()

@@ -31,6 +31,7 @@ class Observation:
     state: str | None
     unavailable: str | None
     misses: int
+    health: dict = dataclasses.field(default_factory=dict)  # trainer/launcher/health.py's record.
 
     @property
     def answered(self) -> bool:
@@ -61,11 +62,11 @@ class PeerWatch:
         while not self._stopped.is_set():
             started = time.monotonic()
             try:
-                fingerprint, state = rendezvous.fetch(
+                fingerprint, state, health = rendezvous.fetch(
                     host_of(self.address), self.port, me=self._me, timeout=self._timeout
                 )
                 misses = 0
-                self._latest = Observation(fingerprint, state, None, 0)
+                self._latest = Observation(fingerprint, state, None, 0, health)
                 if state.startswith("exited"):
                     # How a peer ended is its last news: asking on would only find it gone, and
                     # must not hide that it ended well from a phase that has not looked yet.
@@ -78,6 +79,7 @@ class PeerWatch:
                     previous.state if previous else None,
                     str(unavailable),
                     misses,
+                    previous.health if previous else {},
                 )
             self._stopped.wait(max(0.0, self.interval - (time.monotonic() - started)))
 

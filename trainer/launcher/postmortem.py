@@ -11,6 +11,7 @@ from trainer.contract.cluster import host_of
 from trainer.contract.exitcodes import ExitCode
 from trainer.launcher import rendezvous
 from trainer.launcher.failures import PeerLost, listing
+from trainer.launcher.health import peer_trouble
 from trainer.launcher.peers import PeerWatch, RecordedExit, nothing_recorded
 
 
@@ -47,7 +48,7 @@ def probe_peers(
         if watch.position in finished or (watch.latest and watch.latest.state == "exited 0"):
             continue
         try:
-            _, state = rendezvous.fetch(host_of(watch.address), watch.port, me=me, timeout=1.0)
+            _, state, health = rendezvous.fetch(host_of(watch.address), watch.port, me=me, timeout=1.0)
         except rendezvous.PeerUnavailable as unavailable:
             recorded = recorded_exit(watch.address)
             if recorded is None:
@@ -56,7 +57,7 @@ def probe_peers(
                 lost[watch.address] = f"exited {recorded} (its recorded status)"
             continue
         if state.startswith("exited") and state != "exited 0":
-            lost[watch.address] = state
+            lost[watch.address] = peer_trouble(state, health)
     return lost
 
 

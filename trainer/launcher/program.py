@@ -11,6 +11,7 @@ when Compose's `stop_grace_period` (10 s unless set) has passed, so that must ex
 """
 
 import contextlib
+import dataclasses
 import os
 import resource
 import signal
@@ -19,14 +20,46 @@ import threading
 import time
 from collections.abc import Iterator
 
-from trainer.contract import gate
+from trainer.contract import gate, stacks
 from trainer.contract.console import Log, show
 from trainer.contract.settings import LaunchSettings
+from trainer.launcher import cgroup, noise
+from trainer.launcher.activity import Activity, signal_catchers
 
 # This project's own programs wait at the start gate (trainer/contract/gate.py) after their imports.
 GATED_MODULES = frozenset({"trainer.training", "trainer.benchmark.allreduce"})
 # How long the output of a program that has ended may still take to drain.
 OUTPUT_DRAIN = 5.0
+# A stack dump is out once the program has printed nothing for DUMP_QUIET, or after DUMP_WAIT.
+DUMP_QUIET = 0.5
+DUMP_WAIT = 5.0
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Usage:
+    """What the program used; the status records it, and the verifier compares the workers' busy shares."""
+
+    wall_seconds: float
+    cpu_seconds: float
+    cpu_limit: float  # The cores the container may use.
+    peak_memory: int  # Bytes, the largest resident size of any one of its processes.
+
+    def line(self) -> str:
+        return (
+            f"training program used {self.wall_seconds:.1f}s, {self.cpu_seconds:.1f} CPU-seconds "
+            f"(busy {self.busy_share():.0%} of {self.cpu_limit:g} CPUs), peak memory {self.peak_memory / 2**20:.0f} MiB"
+        )
+
+    def busy_share(self) -> float:
+        return self.cpu_seconds / (self.wall_seconds * self.cpu_limit) if self.wall_seconds and self.cpu_limit else 0.0
+
+    def to_record(self) -> dict:
+        return {
+            "wall_seconds": round(self.wall_seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "cpu_limit": self.cpu_limit,
+            "peak_memory": self.peak_memory,
+        }
 
 
 def honours_gate(command: list[str]) -> bool:
@@ -59,11 +92,16 @@ class Program:
         self._started = 0.0
         # Set by stop(); a program still starting when the signal came is stopped once it exists.
         self._stop_requested = False
+        self._lines = 0  # Printed so far: a stack dump is complete once this stops growing.
+        self.activity: Activity | None = None  # Made with the process: what the stall watchdog judges.
+        # TensorFlow's start-up notices are hidden while the program runs quiet (trainer/launcher/noise.py).
+        self._hide_startup_lines = noise.runs_quiet(environment)
 
     def start(self, *, variables: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> None:
         self._process = subprocess.Popen(
             self._command,
-            env={**self._environment, **(variables or {})},
+            # Every Python program of the image then dumps its stack on request (trainer/contract/stacks.py).
+            env={**self._environment, stacks.VARIABLE: "1", **(variables or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -72,6 +110,7 @@ class Program:
             pass_fds=pass_fds,
         )
         self._started = time.monotonic()
+        self.activity = Activity(self._process.pid, started=self._started)
         self._forwarder = threading.Thread(target=self._forward, daemon=True, name="forwarder")
         self._forwarder.start()
         if self._stop_requested:
@@ -130,18 +169,35 @@ class Program:
         self._forwarder.join(timeout=OUTPUT_DRAIN)
         return exit_code
 
-    def usage(self) -> str:
+    def dump_stacks(self) -> list[int]:
+        """Asks every Python process of the program for its stack, without stopping it; returns those asked.
+
+        Returns once the dumps are out: when the program has printed nothing new for a moment.
+        """
+        asked = signal_catchers(self._process.pid, stacks.SIGNAL)
+        deadline = time.monotonic() + DUMP_WAIT
+        printed = -1
+        while asked and time.monotonic() < deadline and printed != self._lines:
+            printed = self._lines
+            time.sleep(DUMP_QUIET)  # Output, unlike an exit, has no event that says it is complete.
+        return asked
+
+    def usage(self) -> Usage:
         """How long the program ran and what it used: what the containers' limits are sized by (compose.yaml)."""
         usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-        # Linux gives the peak resident memory in KiB.
-        return (
-            f"training program used {time.monotonic() - self._started:.1f}s, "
-            f"{usage.ru_utime + usage.ru_stime:.1f} CPU-seconds, peak memory {usage.ru_maxrss / 1024:.0f} MiB"
+        return Usage(
+            wall_seconds=time.monotonic() - self._started,
+            cpu_seconds=usage.ru_utime + usage.ru_stime,
+            cpu_limit=cgroup.cpu_limit(),
+            peak_memory=usage.ru_maxrss * 1024,  # Linux gives it in KiB.
         )
 
     def _forward(self) -> None:
         for line in self._process.stdout:
-            show(line, self._recorder)
+            self._lines += 1
+            self.activity.printed()
+            if not (self._hide_startup_lines and noise.is_startup_line(line)):
+                show(line, self._recorder)
 
 
 def _kill_group(process_group: int) -> None:

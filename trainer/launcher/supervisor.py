@@ -8,8 +8,11 @@ Phases, each bounded, each in a module of its own:
    TensorFlow meanwhile, held at a gate (trainer/contract/gate.py) until every worker agrees; any
    other program starts after the rendezvous (trainer/launcher/program.py).
 2. Training (up to the run deadline): the program runs while a watchdog watches every peer and
-   stops the program if one is lost (trainer/launcher/watchdog.py); a program that fails on its
-   own is asked about afterwards: did a peer go? (trainer/launcher/postmortem.py).
+   this worker's own health (trainer/launcher/health.py: its program's progress, its container's
+   memory), and stops the program if a peer is lost, if it thrashes at its memory limit, or if no
+   worker makes progress: a stall, when each program's stack is dumped first
+   (trainer/launcher/watchdog.py); a program that fails on its own is asked about afterwards: did
+   the kernel kill it for memory, did a peer go? (trainer/launcher/postmortem.py).
 3. Exit: the final state stays served until every live peer has seen it (at most 9 s), so a
    slower peer learns how this worker ended instead of finding it gone (trainer/launcher/lingering.py);
    with a shared results directory, a peer that still missed it reads the status recorded there.
@@ -19,6 +22,7 @@ is the exit code (trainer.contract.exitcodes).
 """
 
 import dataclasses
+import math
 import os
 import signal
 import sys
@@ -30,7 +34,8 @@ from trainer.contract.resultsdir import Recorder
 from trainer.launcher import rendezvous
 from trainer.launcher.barrier import Barrier, meeting_interval
 from trainer.launcher.failures import LaunchFailure
-from trainer.launcher.lingering import linger
+from trainer.launcher.health import Health
+from trainer.launcher.lingering import linger_then_close
 from trainer.launcher.peers import PeerWatch, recorded_exits, watch_peers
 from trainer.launcher.postmortem import judge
 from trainer.launcher.program import Program, honours_gate
@@ -46,6 +51,8 @@ class Deadlines:
     join: float
     run: float
     stop_grace: float
+    # How long every worker's program may go without progress before the cluster is stopped as stalled.
+    stall: float = math.inf
 
 
 class Supervisor:
@@ -81,6 +88,10 @@ class Supervisor:
         self._watches: list[PeerWatch] = []
         self._program: Program | None = None
         self._watchdog: Watchdog | None = None
+        # This worker's idle time and memory, served with every heartbeat answer (trainer/launcher/health.py).
+        self._health = Health()
+        self._server.serve_health(self._health.to_record)
+        self._usage = None  # What the program used, once it has ended: recorded in the status.
 
     def say(self, message: str) -> str:
         """Prints (and records) one launcher line; returns it, as the status's reason may be this line."""
@@ -114,6 +125,9 @@ class Supervisor:
             stop_program=self._program.stop,
             say=self.say,
             recorded_exit=self._recorded_exit,
+            health=self._health,
+            stall_timeout=self._deadlines.stall,
+            dump_stacks=self._program.dump_stacks,
         )
         try:
             self._wait_for_network()
@@ -123,7 +137,8 @@ class Supervisor:
             # The reason is the whole line, so that the verdict names which worker's launcher said it.
             exit_code, reason = failure.exit_code, self.say(failure.message)
         self._end(exit_code, reason)
-        self._linger()
+        # The watches go on asking meanwhile: a peer seen ending is waited for no longer.
+        linger_then_close(server=self._server, watches=self._watches, stop=self._stop)
         return exit_code
 
     def _wait_for_network(self) -> None:
@@ -162,12 +177,15 @@ class Supervisor:
     def _train(self) -> int:
         """Phase 2: the program trains under the watchdog; returns its exit code as the launcher reports it."""
         self._server.set_state("running")
+        self._health.watch(self._program.activity)
         self._watchdog.start()
         exit_code = self._program.wait()
-        self.say(self._program.usage())
+        self._usage = self._program.usage()
+        self.say(self._usage.line())
         self._watchdog.stop()
         self._watchdog.join()  # What it learned is final from here on.
         self._stop.check()  # A signal outweighs whatever else ended the program.
+        self._health.check_killed(exit_code)
         if self._watchdog.failure is not None:
             raise self._watchdog.failure
         return judge(
@@ -184,12 +202,6 @@ class Supervisor:
         self._server.set_state(f"exited {exit_code}")
         if self._recorder:
             # A reason only when the launcher ended the run: otherwise the program's own log says why.
-            self._recorder.finish(exit_code, **({"reason": reason} if reason else {}))
-
-    def _linger(self) -> None:
-        """Serves the final state until every live peer has seen it, then stops serving and asking."""
-        # The watches go on asking meanwhile: a peer seen ending is waited for no longer.
-        linger(server=self._server, watches=self._watches, stop=self._stop)
-        for watch in self._watches:
-            watch.stop()
-        self._server.close()
+            details = {"reason": reason} if reason else {}
+            usage = {"usage": self._usage.to_record()} if self._usage else {}  # What the verifier compares.
+            self._recorder.finish(exit_code, **details, **usage)

@@ -16,7 +16,10 @@ import threading
 import time
 from collections.abc import Callable
 
-from trainer.launcher.failures import DeadlineExceeded, LaunchFailure, PeerLost, listing
+from trainer.contract.exitcodes import ExitCode
+from trainer.launcher import cgroup
+from trainer.launcher.failures import DeadlineExceeded, LaunchFailure, OutOfMemory, PeerLost, Stall, listing
+from trainer.launcher.health import Health, peer_trouble
 from trainer.launcher.peers import CHECK_INTERVAL, Observation, PeerWatch, RecordedExit, nothing_recorded
 
 # How often each peer is asked while training runs, once the workers have met.
@@ -26,6 +29,12 @@ HEARTBEAT_MISSES = 3
 # After a peer is lost, how long the program may take to end on its own before it is stopped.
 LOST_PEER_GRACE = 10.0
 FAILED_PEER_GRACE = 5.0
+# A worker that loses its peers within this long of reaching its memory limit ran out of memory:
+# thrashing (the kernel evicting its libraries' pages) slowed it until it could not answer.
+MEMORY_BLAME_WINDOW = 30.0
+# How long a worker may thrash at its memory limit before it is stopped as out of memory: as long
+# as a lost peer is given to end (a thrashing worker trains too slowly to be worth waiting for).
+THRASHING_LIMIT = LOST_PEER_GRACE
 
 
 class Watchdog:
@@ -43,8 +52,15 @@ class Watchdog:
         stop_program: Callable[[], None],
         say: Callable[[str], None],
         recorded_exit: RecordedExit = nothing_recorded,
+        health: Health | None = None,
+        stall_timeout: float = math.inf,
+        dump_stacks: Callable[[], None] = lambda: None,
     ):
         self._watches = watches
+        self._health = health or Health(read_memory=_no_memory)
+        self._stall_timeout = stall_timeout
+        self._dump_stacks = dump_stacks
+        self._stalled_peer: str | None = None  # A peer that declared a stall, which this worker joins.
         self._recorded_exit = recorded_exit
         self._run_timeout = run_timeout
         self._stop_program = stop_program
@@ -73,9 +89,15 @@ class Watchdog:
 
     def _watch(self) -> None:
         while not self._stopped.wait(CHECK_INTERVAL):
-            failure = self._failure(time.monotonic())
+            now = time.monotonic()
+            if self._health.due(now):
+                self._health.sample(now)
+            failure = self._failure(now)
             if failure is not None:
                 self.failure = failure
+                if isinstance(failure, Stall):
+                    self._say(f"{failure.message}: its program's stack follows")
+                    self._dump_stacks()  # While the program still waits where it stalled.
                 self._stop_program()
                 return
 
@@ -85,15 +107,51 @@ class Watchdog:
             return DeadlineExceeded(f"still running at the {self._run_timeout:.0f}s run deadline: stopped")
         for watch in self._watches:
             self._look_at(watch, now)
+        stall = self._stall()
+        if stall is not None:
+            return stall
+        if self._health.thrashing_for(now) >= THRASHING_LIMIT:
+            return OutOfMemory(
+                f"out of memory: thrashing at {self._health.memory.describe()}, reading back "
+                f"{self._health.fault_rate:.0f} evicted pages a second for {THRASHING_LIMIT:.0f}s: stopped"
+            )
         if now >= self._stop_at:
+            if self._health.pressed_within(MEMORY_BLAME_WINDOW, now):
+                return OutOfMemory(
+                    f"out of memory: at {self._health.memory.describe()} the program thrashed "
+                    f"until the worker lost its peer(s) {listing(self.lost)}"
+                )
             return PeerLost(f"stopped: lost peer(s) {listing(self.lost)}")
         return None
+
+    def _stall(self) -> Stall | None:
+        """A stall, when no live worker's program (this one's included) has made progress for the stall timeout."""
+        timeout = self._stall_timeout
+        if self._stalled_peer is not None:
+            self._health.stalled = True
+            return Stall(f"stalled: {self._stalled_peer} found no worker making progress for {timeout:.0f}s")
+        if self._health.idle < timeout:
+            return None
+        idle = {"this worker": self._health.idle}
+        for watch in self._watches:
+            if watch.address in self.lost or watch.position in self.finished:
+                continue
+            seen = watch.latest.health.get("idle_seconds") if watch.latest else None
+            if not isinstance(seen, (int, float)) or seen < timeout:
+                return None
+            idle[watch.address] = seen
+        self._health.stalled = True  # Served to the peers, which stop with this worker.
+        shown = ", ".join(f"{who} {seconds:.0f}s" for who, seconds in idle.items())
+        return Stall(f"stalled: no worker's program made progress for {timeout:.0f}s (idle: {shown})")
 
     def _look_at(self, watch: PeerWatch, now: float) -> None:
         if watch.address in self.lost or watch.position in self.finished:
             return
         seen = watch.latest
         if seen is None:
+            return
+        if seen.health.get("stalled") or seen.state == f"exited {ExitCode.STALLED}":
+            self._stalled_peer = self._stalled_peer or watch.address
             return
         # The state is the peer's last answer, even once it no longer answers: how it ended is final.
         if seen.state == "exited 0":
@@ -102,7 +160,7 @@ class Watchdog:
         elif seen.state and seen.state.startswith("exited"):
             # A failed peer is gone for good, so the grace is shorter; not zero, because this
             # worker may be past its last collective and finishing well.
-            self._lose(watch.address, seen.state)
+            self._lose(watch.address, peer_trouble(seen.state, seen.health))
             self._stop_at = min(self._stop_at, now + FAILED_PEER_GRACE)
         elif seen.misses >= HEARTBEAT_MISSES:
             self._gone(watch, seen, now)
@@ -118,9 +176,15 @@ class Watchdog:
             self._lose(watch.address, f"exited {recorded} (its recorded status)")
             self._stop_at = min(self._stop_at, now + FAILED_PEER_GRACE)
         else:
-            self._lose(watch.address, f"{seen.unavailable} ({seen.misses} heartbeats missed)")
+            missed = f"{seen.unavailable} ({seen.misses} heartbeats missed)"
+            self._lose(watch.address, peer_trouble(seen.state or "", seen.health, unavailable=missed))
             self._stop_at = min(self._stop_at, now + LOST_PEER_GRACE)
 
     def _lose(self, peer: str, reason: str) -> None:
         self.lost[peer] = reason
         self._say(f"lost peer {peer}: {reason}")
+
+
+def _no_memory():
+    """Where no health is watched (a test's stand-in): no counters, so nothing is ever blamed on memory."""
+    return cgroup.Memory(limit=None, usage=None, peak=None, limit_hits=None, oom_kills=None, major_faults=None)

@@ -15,14 +15,17 @@ from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.settings import KeeperSettings, LaunchSettings
-from trainer.verifier import render, sources
+from trainer.verifier import given_exits, render, sources
 from trainer.verifier.recovery import from_keeper
-from trainer.verifier.verdict import judge
+from trainer.verifier.verdict import WorkerReport, judge
 
 EPILOG = """\
 examples:
   scripts/verify worker-0.log worker-1.log              # saved logs, paths from where you are
   scripts/verify --json --junit verdict.xml logs/*.log  # the verdict as JSON, and as JUnit XML
+  scripts/verify --exit-codes worker-0=0,worker-1=1 logs/*.log   # with the workers' exit codes
+  docker compose ps -a --format '{{.Service}} {{.ExitCode}}' worker-0 worker-1 > codes.txt
+  scripts/verify --exit-codes-from codes.txt logs/*.log          # the same, as CI writes them
   python -m trainer.verifier --results /results --keeper keeper   # the service, with the keeper
 
 exit status:
@@ -79,16 +82,35 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
         "--json", action="store_true", help="print the verdict as one JSON line instead of a table (default: off)"
     )
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write the verdict as JUnit XML to this file")
+    add_exit_code_options(parser)
     arguments = parser.parse_args(argv)
     if bool(arguments.logs) == bool(arguments.results):
         parser.error("give either --results DIR or log files, not both or neither")
     if arguments.keeper and not arguments.results:
         parser.error("--keeper needs --results")
+    if arguments.results and (arguments.exit_codes is not None or arguments.exit_codes_from):
+        parser.error("--exit-codes and --exit-codes-from are for log files (with --results, the workers record theirs)")
     if arguments.timeout is not None and arguments.timeout <= 0:
         parser.error(f"--timeout ({arguments.timeout}) must be positive")
     if arguments.tolerance < 0:
         parser.error(f"--tolerance ({arguments.tolerance}) must not be negative")
     return arguments
+
+
+def add_exit_code_options(parser: argparse.ArgumentParser) -> None:
+    """For saved logs, which hold no exit status: the codes CI knows (trainer/verifier/given_exits.py)."""
+    parser.add_argument(
+        "--exit-codes",
+        metavar="NAME=CODE,...",
+        help="with log files: each worker's exit code, e.g. worker-0=0,worker-1=1 (default: unknown)",
+    )
+    parser.add_argument(
+        "--exit-codes-from",
+        type=Path,
+        metavar="FILE",
+        help="with log files: exit codes as `NAME CODE` lines, e.g. what "
+        "`docker compose ps --all --format '{{.Service}} {{.ExitCode}}'` prints",
+    )
 
 
 def expected_names(arguments: argparse.Namespace, environ) -> list[str] | None:
@@ -97,6 +119,22 @@ def expected_names(arguments: argparse.Namespace, environ) -> list[str] | None:
         workers = cluster_config.from_template(hosts, 0).workers
         return [cluster_config.host_of(address) for address in workers]
     return None
+
+
+def saved_logs(arguments: argparse.Namespace) -> list[WorkerReport]:
+    """The log files' reports, with the exit codes given for them; a ValueError names what is wrong."""
+    missing = [str(path) for path in arguments.logs if not path.is_file()]
+    if missing:
+        raise ValueError(f"no such log file: {', '.join(missing)}")
+    pairs = given_exits.from_option(arguments.exit_codes or "")
+    if arguments.exit_codes_from:
+        try:
+            text = arguments.exit_codes_from.read_text(errors="replace")
+        except OSError as error:
+            raise ValueError(f"--exit-codes-from: cannot read {arguments.exit_codes_from}: {error.strerror}") from None
+        pairs += given_exits.from_file(text, str(arguments.exit_codes_from))
+    codes = given_exits.match(pairs, [path.stem for path in arguments.logs])
+    return sources.from_log_files(arguments.logs, codes)
 
 
 def stop(signum, _frame):
@@ -136,10 +174,10 @@ def main(argv: list[str]) -> int:
             reports = sources.from_results_dir(arguments.results, names, timeout=timeout, start_timeout=start_timeout)
         shaped = sources.network_reports(arguments.results, names)
     else:
-        missing = [str(path) for path in arguments.logs if not path.is_file()]
-        if missing:
-            return config_error("verify", f"no such log file: {', '.join(missing)}")
-        reports = sources.from_log_files(arguments.logs)
+        try:
+            reports = saved_logs(arguments)
+        except ValueError as error:
+            return config_error("verify", str(error))
     verdict = judge(
         reports,
         expected_workers=len(names) if names else len(reports),

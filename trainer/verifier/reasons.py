@@ -82,11 +82,19 @@ def last_error_line(log: str) -> str:
     for prose: `"event": "failed"` would match the words, and such an event is read whole where it
     counts.
     """
+    reason = reason_line(log)
+    if reason:
+        return reason
+    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    return one_line(lines[-1]) if lines else "(no output)"
+
+
+def reason_line(log: str) -> str | None:
+    """`last_error_line` without its last resort: None when no line says why (a log that ends well)."""
     exception = exception_line(log)
     if exception:
         return one_line(exception)
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
-    for line in reversed(lines):
-        if _REASON.search(line) and not is_event(line):
+    for line in reversed(log.splitlines()):
+        if _REASON.search(line) and not is_event(line.strip()):
             return one_line(line)
-    return one_line(lines[-1]) if lines else "(no output)"
+    return None

@@ -32,6 +32,8 @@ def table(verdict: Verdict) -> str:
     lines.extend(verdict.network)
     if verdict.recovery:
         lines.append(verdict.recovery.describe())
+    if verdict.straggler:
+        lines.append(verdict.straggler)
     lines.append(summary(verdict))
     lines.extend(f"  - {problem}" for problem in verdict.problems)
     return "\n".join(lines)
@@ -60,6 +62,7 @@ def as_json(verdict: Verdict) -> str:
             "problems": list(verdict.problems),
             "metrics": verdict.metrics,
             "network": list(verdict.network),
+            "straggler": verdict.straggler,
             "restarts": None
             if verdict.recovery is None
             else [

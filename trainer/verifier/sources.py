@@ -38,15 +38,25 @@ def _wait_for_workers(directory: Path, names: list[str], *, deadline: float, sta
                 exit_code=record.exit_code,
                 log=record.log,
                 reason=status_reason(record.details),
+                # The launcher's record of its program's time and CPU; trainer/verifier/stragglers.py checks it.
+                usage=record.details.get("usage"),
             )
         )
     return reports
 
 
-def from_log_files(paths: list[Path]) -> list[WorkerReport]:
-    """Saved logs: each file is one worker, named by the file's stem; exit statuses are unknown."""
+def from_log_files(paths: list[Path], exit_codes: dict[str, int] | None = None) -> list[WorkerReport]:
+    """Saved logs: each file is one worker, named by the file's stem; its exit status is unknown
+    unless `exit_codes` gives it (trainer/verifier/given_exits.py), and then it is judged as a live
+    run's worker is."""
+    codes = exit_codes or {}
     return [
-        WorkerReport(name=path.stem, state="log", exit_code=None, log=path.read_text(errors="replace"))
+        WorkerReport(
+            name=path.stem,
+            state="exited" if path.stem in codes else "log",
+            exit_code=codes.get(path.stem),
+            log=path.read_text(errors="replace"),
+        )
         for path in paths
     ]
 

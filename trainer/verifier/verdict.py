@@ -3,10 +3,13 @@
 import dataclasses
 import math
 
+from trainer.contract.exitcodes import ExitCode
 from trainer.verifier.diagnoses import diagnose
 from trainer.verifier.metrics import IDENTITY_KEYS, parse_final_metrics
-from trainer.verifier.reasons import exception_line, failure_reason, last_error_line, one_line
+from trainer.verifier.reasons import exception_line, failure_reason, last_error_line, one_line, reason_line
 from trainer.verifier.recovery import Recovery
+from trainer.verifier.stacks import waiting_at
+from trainer.verifier.stragglers import slowest_worker
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -18,6 +21,9 @@ class WorkerReport:
     exit_code: int | None
     log: str
     reason: str | None = None  # Why it exited, in its status's words, when the status says.
+    # Its training program's wall and CPU time and its CPU limit, when its status says
+    # (trainer/verifier/stragglers.py); a saved log does not.
+    usage: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -36,6 +42,7 @@ class Verdict:
     expected_workers: int
     recovery: Recovery | None = None  # What the keeper did, when there is one.
     network: tuple[str, ...] = ()  # Each shaper's profile and measured links (compose.network.yaml).
+    straggler: str | None = None  # The slowest worker, when the spread is large: information, not a problem.
 
     @property
     def problems(self) -> tuple[str, ...]:
@@ -77,6 +84,7 @@ def judge(
         expected_workers=expected_workers,
         recovery=recovery,
         network=network,
+        straggler=slowest_worker((report.name, report.usage) for report in reports),
     )
 
 
@@ -105,6 +113,9 @@ def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:
         return "log", None
     if report.exit_code != 0:
         reason = failure_reason(exit_code=report.exit_code, reason=report.reason, log=report.log)
+        where = waiting_at(report.log) if report.exit_code == ExitCode.STALLED else None
+        if where:  # Each stalled worker dumped its program's stack: where it was waiting is the news.
+            reason = f"{reason}; its program was waiting at {where}"
         return f"exited {report.exit_code}", f"exited {report.exit_code}: {reason}"
     return "exited 0", None
 
@@ -117,7 +128,10 @@ def _without_metrics(log: str) -> str:
     exception = exception_line(log)
     if exception:
         return f"no final metrics in its log, which ends in {one_line(exception)}"
-    return "no final metrics in its log"
+    # Its last error line, if one says why: "no metrics" alone sends the reader to the log. Not just
+    # the last line: a launcher's log ends with its own usage line, which says nothing.
+    reason = reason_line(log)
+    return f"no final metrics in its log; last error line: {reason}" if reason else "no final metrics in its log"
 
 
 def _differences(reporting: list[WorkerOutcome], tolerance: float) -> list[str]:

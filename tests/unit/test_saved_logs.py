@@ -1,0 +1,166 @@
+"""Saved logs are verified as strictly as a live run: why a log has no metrics, and the exit codes CI gives.
+
+Run as a user runs them (`python -m trainer.verifier LOG...`): exit codes and whole lines asserted.
+"""
+
+import os
+import shutil
+
+import pytest
+
+from tests.conftest import FIXTURES, run_python
+from trainer.contract.exitcodes import ExitCode
+from trainer.contract.resultsdir import Recorder, WorkerFiles
+from trainer.verifier import given_exits
+
+TUTORIAL = FIXTURES / "logs" / "tutorial"
+# A worker whose peer was lost: TensorFlow's error, then the launcher's closing line (no traceback).
+LOST = (
+    "train | epoch:   6/100000 | step:     24 | loss: 0.1741 | accuracy: 0.9922\n"
+    "Collective ops is aborted by: Error reported from /job:worker/task:0: The following tasks are unhealthy\n"
+    "\t [[{{node CollectiveReduceV2}}]] [Op:__inference_train_step_1139]\n"
+    "launcher | worker-1:12345: training program exited 1 after losing peer(s): worker-0:12345 "
+    "(name not resolvable (3 heartbeats missed))\n"
+    "launcher | worker-1:12345: training program used 7.2s, 9.1 CPU-seconds, peak memory 542 MiB\n"
+)
+LOST_REASON = (
+    "launcher | worker-1:12345: training program exited 1 after losing peer(s): worker-0:12345 "
+    "(name not resolvable (3 heartbeats missed))"
+)
+
+
+def verify(*arguments):
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("TF_", "TRAIN_"))}
+    return run_python("-m", "trainer.verifier", *map(str, arguments), env=env)
+
+
+@pytest.fixture
+def logs(tmp_path):
+    """worker-0.log: the tutorial's good log; worker-1.log: one that lost its peer."""
+    shutil.copy(TUTORIAL / "worker-0.log", tmp_path / "worker-0.log")
+    (tmp_path / "worker-1.log").write_text(LOST)
+    return [tmp_path / "worker-0.log", tmp_path / "worker-1.log"]
+
+
+def problems(result) -> list[str]:
+    return [line.removeprefix("  - ") for line in result.stdout.splitlines() if line.startswith("  - ")]
+
+
+def test_a_log_without_metrics_shows_its_last_error_line(logs):
+    result = verify(*logs)
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout + result.stderr
+    assert problems(result) == [f"worker-1: no final metrics in its log; last error line: {LOST_REASON}"]
+
+
+def test_a_log_without_metrics_or_any_error_line_says_only_that(tmp_path):
+    # Its last line would be the launcher's usage line, or the program's last words: no reason.
+    (tmp_path / "worker-0.log").write_text(
+        "done\nlauncher | worker-0:12345: training program used 0.1s, 0.1 CPU-seconds, peak memory 3 MiB\n"
+    )
+    (tmp_path / "worker-1.log").write_text("")
+    result = verify(tmp_path / "worker-0.log", tmp_path / "worker-1.log")
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert problems(result) == ["worker-0: no final metrics in its log", "worker-1: no final metrics in its log"]
+
+
+def test_a_worker_given_a_failed_exit_code_fails_even_with_agreeing_metrics(tmp_path):
+    for index in (0, 1):
+        shutil.copy(TUTORIAL / f"worker-{index}.log", tmp_path / f"worker-{index}.log")
+    saved = [tmp_path / "worker-0.log", tmp_path / "worker-1.log"]
+    assert verify(*saved).returncode == ExitCode.OK  # Without exit codes, the logs alone pass.
+    result = verify("--exit-codes", "worker-0=0,worker-1=137", *saved)
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout
+    assert problems(result) == [
+        "worker-1: exited 137: worker=1 replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+    ]
+    assert "worker-1  exited 137  2" in result.stdout  # The table's status column, as a live run's.
+
+
+def test_exit_codes_of_0_pass_and_show_in_the_table(tmp_path):
+    for index in (0, 1):
+        shutil.copy(TUTORIAL / f"worker-{index}.log", tmp_path / f"worker-{index}.log")
+    result = verify("--exit-codes", "worker-0=0,worker-1=0", tmp_path / "worker-0.log", tmp_path / "worker-1.log")
+    assert result.returncode == ExitCode.OK, result.stdout
+    assert "worker-0  exited 0" in result.stdout and "worker-1  exited 0" in result.stdout
+
+
+def test_a_saved_log_with_its_exit_code_reads_as_the_live_run_did(logs, tmp_path):
+    # The same log and exit code, recorded in a results directory as a launcher does (without a
+    # status reason: the log alone says why), and given to the saved-logs mode.
+    results = tmp_path / "results"
+    results.mkdir()
+    for path, code in zip(logs, (ExitCode.OK, ExitCode.PEER_LOST), strict=True):
+        recorder = Recorder(WorkerFiles(results, path.stem))
+        for line in path.read_text().splitlines(keepends=True):
+            recorder.log_line(line)
+        recorder.finish(code)
+    live = verify("--results", results, "--workers", "worker-0,worker-1", "--timeout", "10")
+    saved = verify("--exit-codes", "worker-0=0,worker-1=5", *logs)
+    assert live.returncode == saved.returncode == ExitCode.VERIFICATION_FAILED
+    assert problems(saved) == problems(live) == [f"worker-1: exited 5: {LOST_REASON}"]
+
+
+@pytest.mark.parametrize(
+    "written_by",
+    [
+        # docker compose ps -a --format '{{.Service}} {{.ExitCode}}' worker-0 worker-1
+        "worker-0 0\nworker-1 5\n",
+        # docker inspect --format '{{.Name}} {{.State.ExitCode}}' CONTAINER...
+        "/tfc-ci-123-worker-0-1 0\n/tfc-ci-123-worker-1-1 5\n",
+        "# by hand\n\nworker-1 5\n",
+    ],
+    ids=["compose-ps", "docker-inspect", "by-hand"],
+)
+def test_exit_codes_from_a_file_as_ci_writes_it(logs, tmp_path, written_by):
+    codes = tmp_path / "codes.txt"
+    codes.write_text(written_by)
+    result = verify("--exit-codes-from", codes, "--junit", tmp_path / "verdict.xml", *logs)
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
+    assert problems(result) == [f"worker-1: exited 5: {LOST_REASON}"]
+    assert f"exited 5: {LOST_REASON}" in (tmp_path / "verdict.xml").read_text()
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["--exit-codes", "worker-2=0"], "exit codes: 'worker-2' matches no log (the logs: worker-0, worker-1)"),
+        (["--exit-codes", "worker-1=x"], "exit codes: the exit code of worker-1 ('x') must be an integer in [0, 255]"),
+        (
+            ["--exit-codes", "worker-1=256"],
+            "exit codes: the exit code of worker-1 ('256') must be an integer in [0, 255]",
+        ),
+        (["--exit-codes", "worker-1"], "--exit-codes: 'worker-1' is not NAME=CODE (e.g. worker-1=0)"),
+        (["--exit-codes", "worker-1=0,worker-1=1"], "exit codes: worker-1 is given two exit codes, 0 and 1"),
+        (["--exit-codes", "worker-0=0", "--results", "/tmp"], "--exit-codes and --exit-codes-from are for log files"),
+    ],
+)
+def test_bad_exit_codes_are_one_line_and_the_config_exit_code(logs, arguments, message):
+    if "--results" in arguments:
+        logs = []
+    result = verify(*arguments, *logs)
+    assert result.returncode == ExitCode.CONFIG_ERROR, result.stdout
+    assert result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+    assert result.stdout == ""
+
+
+def test_a_bad_exit_codes_file_is_named_with_its_line(logs, tmp_path):
+    codes = tmp_path / "codes.txt"
+    codes.write_text("worker-0 0\nworker-1 exited 5\n")
+    result = verify("--exit-codes-from", codes, *logs)
+    assert result.returncode == ExitCode.CONFIG_ERROR
+    assert (
+        result.stderr
+        == f"verify: config error: {codes}, line 2: 'worker-1 exited 5' is not `NAME CODE` (e.g. worker-1 0)\n"
+    )
+    missing = verify("--exit-codes-from", tmp_path / "none.txt", *logs)
+    assert missing.returncode == ExitCode.CONFIG_ERROR
+    assert missing.stderr == (
+        f"verify: config error: --exit-codes-from: cannot read {tmp_path / 'none.txt'}: No such file or directory\n"
+    )
+
+
+def test_a_container_name_matches_only_its_own_log():
+    logs = ["worker-1", "worker-11"]
+    assert given_exits.match([("/p-worker-11-1", "3"), ("/p-worker-1-1", "0")], logs) == {"worker-11": 3, "worker-1": 0}
+    with pytest.raises(ValueError, match="'/p-worker-2-1' matches no log"):
+        given_exits.match([("/p-worker-2-1", "0")], logs)
