@@ -23,7 +23,7 @@ def test_two_workers_train_in_sync_and_the_verifier_passes(compose_project):
     result = project.verdict()
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}" in result.stdout
-    # No straggler in a normal run (a slowed one is named: tests/container/test_stragglers.py).
+    # No straggler in a normal run (a slowed one is named: tests/container/test_slow_worker.py).
     assert "slowest worker" not in result.stdout
     for index in (0, 1):
         log = project.logs(f"worker-{index}")
