@@ -87,3 +87,28 @@ def test_the_verdict_shows_the_advice_in_one_line_whatever_the_launcher_said():
 def test_a_saved_log_without_metrics_shows_the_advice():
     verdict = judge([WorkerReport(name="worker-0", state="log", exit_code=None, log=PER_REPLICA)], expected_workers=1)
     assert verdict.problems == (f"worker-0: no final metrics in its log: {KERAS_ADVICE}",)
+
+
+# What worker-0 printed when worker-1's program was frozen (SIGSTOP) mid-fit: TensorFlow's
+# coordination service noticed before the launcher did, and worker-0's launcher had no reason to give.
+UNHEALTHY = (
+    "Collective ops is aborted by: Error reported from /job:worker/task:1: "
+    "The following tasks are unhealthy (stopped sending heartbeats):\n"
+    "/job:worker/replica:0/task:1\n"
+    "The tasks have crashed. Check the task logs for an earlier error, or scheduler events "
+    "(e.g. preemption, eviction) to debug further.\n"
+)
+
+
+def test_the_peer_tensorflow_found_unhealthy_is_named_where_the_launcher_gave_no_reason():
+    report = WorkerReport(name="worker-0", state="exited", exit_code=1, log=UNHEALTHY)
+    (outcome,) = judge([report], expected_workers=1).workers
+    assert outcome.problem == (
+        "exited 1: TensorFlow found worker 1 of the cluster list unhealthy: its program stopped sending "
+        "TensorFlow's heartbeats (frozen, stopped or gone); that worker's own line says why"
+    )
+    # The launcher's own reason, when it has one, names the lost peer better.
+    lost = "launcher | worker-0:12345: training program exited 1 after losing peer(s): worker-1:12345 (...)"
+    report = WorkerReport(name="worker-0", state="exited", exit_code=5, log=UNHEALTHY, reason=lost)
+    (outcome,) = judge([report], expected_workers=1).workers
+    assert outcome.problem == f"exited 5: {lost}"

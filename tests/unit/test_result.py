@@ -2,10 +2,11 @@ import json
 
 import pytest
 
+from trainer.contract.console import failed_event
 from trainer.contract.exitcodes import ExitCode
 from trainer.training.failure import check_failed, configuration_failed
 from trainer.training.outcome import EpochResult, TrainingCheckFailed, TrainingResult, check
-from trainer.training.output import epoch_line, failed_json, final_json, final_line, start_json
+from trainer.training.output import epoch_line, final_json, final_line, start_json
 
 
 def result(*, replicas=2, losses=(0.7459, 0.5991, 0.4168), accuracy=0.8281):
@@ -58,7 +59,7 @@ def test_start_event_says_the_step_a_run_starts_at():
 
 
 def test_failed_event_carries_the_exit_code_as_a_number_and_the_reason():
-    line = failed_json(ExitCode.TRAINING_CHECK_FAILED, "trainer: training check failed: x")
+    line = failed_event(ExitCode.TRAINING_CHECK_FAILED, "trainer: training check failed: x")
     assert line == '{"event": "failed", "exit_code": 3, "reason": "trainer: training check failed: x"}'
 
 

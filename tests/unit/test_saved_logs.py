@@ -3,6 +3,7 @@
 Run as a user runs them (`python -m trainer.verifier LOG...`): exit codes and whole lines asserted.
 """
 
+import json
 import os
 import shutil
 
@@ -164,3 +165,42 @@ def test_a_container_name_matches_only_its_own_log():
     assert given_exits.match([("/p-worker-11-1", "3"), ("/p-worker-1-1", "0")], logs) == {"worker-11": 3, "worker-1": 0}
     with pytest.raises(ValueError, match="'/p-worker-2-1' matches no log"):
         given_exits.match([("/p-worker-2-1", "0")], logs)
+
+
+# A worker the launcher stopped for memory, as saved after `docker compose stop`: TensorFlow's error,
+# the launcher's closing line and the same as an event, then the stop it received while lingering.
+OUT_OF_MEMORY_REASON = (
+    "launcher | worker-1:12345: out of memory: thrashing at its 250 MiB memory limit (peak 250 MiB), "
+    "reading back 4724 evicted pages a second for 10s: stopped"
+)
+OUT_OF_MEMORY = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/trainer/training/loop.py", line 64, in train\n'
+    "tensorflow.python.framework.errors_impl.UnavailableError: Collective ops is aborted by: failed to connect\n"
+    "launcher | worker-1:12345: training program used 21.7s, 10.7 CPU-seconds (busy 25% of 2 CPUs), "
+    "peak memory 229 MiB\n"
+    f"{OUT_OF_MEMORY_REASON}\n"
+    f"{json.dumps({'event': 'failed', 'exit_code': 9, 'reason': OUT_OF_MEMORY_REASON})}\n"
+    "launcher | worker-1:12345: received SIGTERM, stopping\n"
+)
+
+
+def test_a_saved_log_of_a_run_the_launcher_ended_gives_the_reason_its_status_gave(logs, tmp_path):
+    logs[1].write_text(OUT_OF_MEMORY)
+    results = tmp_path / "results"
+    results.mkdir()
+    for path, code, reason in zip(
+        logs, (ExitCode.OK, ExitCode.OUT_OF_MEMORY), (None, OUT_OF_MEMORY_REASON), strict=True
+    ):
+        recorder = Recorder(WorkerFiles(results, path.stem))
+        for line in path.read_text().splitlines(keepends=True):
+            recorder.log_line(line)
+        recorder.finish(code, **({"reason": reason} if reason else {}))
+    live = verify("--results", results, "--workers", "worker-0,worker-1", "--timeout", "10")
+    saved = verify("--exit-codes", "worker-0=0,worker-1=9", *logs)
+    assert problems(saved) == problems(live) == [f"worker-1: exited 9: {OUT_OF_MEMORY_REASON}"]
+    # An event of another exit code (an earlier run's, say) is no reason for this one.
+    assert problems(verify("--exit-codes", "worker-0=0,worker-1=5", *logs)) == [
+        "worker-1: exited 5: tensorflow.python.framework.errors_impl.UnavailableError: Collective ops is aborted "
+        "by: failed to connect"
+    ]

@@ -3,6 +3,7 @@ training programs (no TensorFlow, no Docker): mismatches, absent and lost peers,
 reason each leaves in the results directory. Then its pieces on their own: failures, barrier, watchdog."""
 
 import hashlib
+import json
 import signal
 import sys
 import threading
@@ -180,7 +181,10 @@ def test_workers_given_different_project_files_stop_before_training(cluster, tmp
         assert code == ExitCode.CONFIG_ERROR, output
         assert "topology mismatch: project files differ: " in output
         assert "(1 files, 11 bytes)" in output
-        assert output.rstrip().endswith("(different code on the workers)")
+        said = output.rstrip().splitlines()
+        assert said[-2].endswith("(different code on the workers)")
+        # Then the same line as data, for a saved log (trainer.contract.console).
+        assert json.loads(said[-1]) == {"event": "failed", "exit_code": 2, "reason": said[-2]}
         assert "training\n" not in output
 
 

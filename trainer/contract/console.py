@@ -1,10 +1,16 @@
-"""What every role prints: a line on stdout (and in the results log), and the one config-error line.
+"""What every role prints: a line on stdout (and in the results log), the one config-error line,
+and the event that says why a worker failed.
 
 A configuration error is always one line on stderr, `PROGRAM: config error: REASON`, with the
 offending value quoted in REASON, and exit code 2 (trainer.contract.exitcodes); with a results
 directory it is also the worker's last log line and its status's reason, for the verifier.
+
+A failure the trainer or the launcher decides is also printed as data, `{"event": "failed",
+"exit_code": N, "reason": LINE}`, so that a saved log, which has no status, says why as a live run's
+status does (trainer/verifier/reasons.py).
 """
 
+import json
 import sys
 from typing import Protocol
 
@@ -25,6 +31,11 @@ def show(text: str, recorder: Log | None = None) -> None:
     sys.stdout.flush()
     if recorder:
         recorder.log_line(text)
+
+
+def failed_event(exit_code: int, reason: str) -> str:
+    """The failure as data: its exit code, and the line printed for people."""
+    return json.dumps({"event": "failed", "exit_code": int(exit_code), "reason": reason})
 
 
 def config_error(program: str, reason: str, recorder: Log | None = None) -> int:

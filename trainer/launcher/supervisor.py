@@ -22,6 +22,7 @@ is the exit code (trainer.contract.exitcodes).
 """
 
 import dataclasses
+import functools
 import math
 import os
 import signal
@@ -29,7 +30,7 @@ import sys
 import time
 
 from trainer.contract.cluster import Cluster
-from trainer.contract.console import show
+from trainer.contract.console import Log, failed_event, show
 from trainer.contract.resultsdir import Recorder
 from trainer.launcher import rendezvous
 from trainer.launcher.barrier import Barrier, meeting_interval
@@ -75,6 +76,7 @@ class Supervisor:
         self._shaped_in = shaped_in  # The results directory the shaper reports to, if shaped.
         self._run_id = run_id  # This launcher's, as its status publishes it for the shaper.
         self._me = cluster.address
+        self.say = functools.partial(_say, f"launcher | {self._me}: ", recorder)
         self._base_port = rendezvous_base_port
         # Where the peers' statuses tell how they ended, for one gone before a heartbeat saw it. A
         # peer ends after it has met this worker, so a status older than this launcher is a stale
@@ -92,12 +94,6 @@ class Supervisor:
         self._health = Health()
         self._server.serve_health(self._health.to_record)
         self._usage = None  # What the program used, once it has ended: recorded in the status.
-
-    def say(self, message: str) -> str:
-        """Prints (and records) one launcher line; returns it, as the status's reason may be this line."""
-        line = f"launcher | {self._me}: {message}"
-        show(f"{line}\n", self._recorder)
-        return line
 
     def handle_signal(self, signal_number, _frame) -> None:
         if not self._stop.request(signal_number):
@@ -200,8 +196,17 @@ class Supervisor:
     def _end(self, exit_code: int, reason: str | None) -> None:
         """Phase 3: publishes how this worker ended, to its peers and in the results directory for the verifier."""
         self._server.set_state(f"exited {exit_code}")
+        if reason:  # As data too, for a saved log, which has no status (trainer.contract.console).
+            show(failed_event(exit_code, reason) + "\n", self._recorder)
         if self._recorder:
             # A reason only when the launcher ended the run: otherwise the program's own log says why.
             details = {"reason": reason} if reason else {}
             usage = {"usage": self._usage.to_record()} if self._usage else {}  # What the verifier compares.
             self._recorder.finish(exit_code, **details, **usage)
+
+
+def _say(prefix: str, recorder: Log | None, message: str) -> str:
+    """Prints (and records) one launcher line; returns it, as the status's reason may be this line."""
+    line = f"{prefix}{message}"
+    show(f"{line}\n", recorder)
+    return line

@@ -8,9 +8,8 @@ reads (trainer/verifier/reasons.py) when the launcher's status gives no reason o
 
 import sys
 
-from trainer.contract.console import config_error, show
+from trainer.contract.console import config_error, failed_event, show
 from trainer.contract.exitcodes import ExitCode
-from trainer.training.output import failed_json
 
 
 class FailedEvent:
@@ -40,4 +39,4 @@ def check_failed(reason: str) -> int:
 
 
 def _print_event(exit_code: int, reason: str) -> None:
-    show(failed_json(exit_code, reason) + "\n")
+    show(failed_event(exit_code, reason) + "\n")

@@ -46,8 +46,3 @@ def final_json(result: TrainingResult) -> str:
 def start_json(step: int) -> str:
     """Where this run of the trainer starts: 0 from scratch, or the checkpoint's step it resumed from."""
     return json.dumps({"event": "start", "step": step})
-
-
-def failed_json(exit_code: int, reason: str) -> str:
-    """The trainer's own failure: its exit code, and the line it printed for people."""
-    return json.dumps({"event": "failed", "exit_code": int(exit_code), "reason": reason})

@@ -34,6 +34,23 @@ DIAGNOSES = (
 )
 
 
+# What TensorFlow's coordination service prints when a task's heartbeats stop: its program is frozen
+# (stopped, or thrashing) or gone. The worker that prints it is the one that noticed; the task named
+# is where to look. Only where the launcher gave no reason of its own: it names a lost peer better.
+UNHEALTHY_TASK = re.compile(r"tasks are unhealthy \(stopped sending heartbeats\):\s*/job:worker/replica:0/task:(\d+)")
+
+
+def unhealthy_peer(log: str) -> str | None:
+    """One line naming the task TensorFlow found unhealthy, when the log shows it."""
+    found = UNHEALTHY_TASK.search(log)
+    if found is None:
+        return None
+    return (
+        f"TensorFlow found worker {found[1]} of the cluster list unhealthy: its program stopped sending "
+        "TensorFlow's heartbeats (frozen, stopped or gone); that worker's own line says why"
+    )
+
+
 def diagnose(log: str) -> str | None:
     """The advice of the first known failure that `log` shows, or None when it shows none."""
     for diagnosis in DIAGNOSES:

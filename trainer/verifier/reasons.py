@@ -2,9 +2,11 @@
 
 In order: the advice for a failure the log shows and trainer/verifier/diagnoses.py knows (it names
 the fix, which no line of the log does); the reason its status in the results directory gives
-(the launcher's, or the keeper's, own words); else the trainer's `failed` event with that exit code
-(trainer/training/failure.py); else, for saved logs and programs of the user's own, the line of the
-log most likely to say why (`last_error_line`).
+(the launcher's, or the keeper's, own words; for a saved log, the same line, read from the
+`failed` event printed with it: `logged_reason`); else the trainer's `failed` event with that exit code
+(trainer/training/failure.py); else the peer TensorFlow's coordination service found unhealthy, if
+the log shows one (trainer/verifier/diagnoses.py); else, for programs of the user's own, the line
+of the log most likely to say why (`last_error_line`).
 
 Whatever comes from a program's log is shown as one line of at most `LIMIT` characters: its first
 line, so that an error message that goes on to print tensors, or a whole report, shows only what
@@ -14,7 +16,7 @@ config error of this project's trainer), shown whole: cutting it could hide whic
 
 import re
 
-from trainer.verifier.diagnoses import diagnose
+from trainer.verifier.diagnoses import diagnose, unhealthy_peer
 from trainer.verifier.events import events, is_event
 
 # Long enough for an error message's first sentence; short enough for one line of a verdict.
@@ -41,6 +43,16 @@ def status_reason(details: dict) -> str | None:
     return one_line(reason, limit=None) if isinstance(reason, str) and reason.strip() else None
 
 
+def logged_reason(log: str, exit_code: int | None) -> str | None:
+    """For a saved log, the reason a status would give: that of the last `failed` event with its exit code.
+
+    The launcher prints one when it ends the run, with the line its status records; the trainer, when
+    it fails of its own accord (trainer.contract.console).
+    """
+    reason = _failed_event_reason(log, exit_code)
+    return one_line(reason, limit=None) if reason else None
+
+
 def failure_reason(*, exit_code: int | None, reason: str | None, log: str) -> str:
     """`reason` is the status's (`status_reason`); None for a saved log, or a status without one."""
     advice = diagnose(log)
@@ -48,15 +60,24 @@ def failure_reason(*, exit_code: int | None, reason: str | None, log: str) -> st
         return advice
     if reason:
         return reason
+    failed = _failed_event_reason(log, exit_code)
+    if failed:
+        return one_line(failed)
+    peer = unhealthy_peer(log)
+    if peer:
+        return peer
+    return last_error_line(log)
+
+
+def _failed_event_reason(log: str, exit_code: int | None) -> str | None:
+    """The reason of the last `failed` event with this exit code, if the log holds one."""
     failed = [
         event
         for event in events(log, "failed")
         # A restarted worker's log holds its earlier runs too: only a failure that ended this way counts.
         if event.get("exit_code") == exit_code and isinstance(event.get("reason"), str) and event["reason"].strip()
     ]
-    if failed:
-        return one_line(failed[-1]["reason"])
-    return last_error_line(log)
+    return failed[-1]["reason"] if failed and exit_code is not None else None
 
 
 def exception_line(log: str) -> str | None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from trainer.contract import shaping
 from trainer.contract.resultsdir import WorkerFiles, WorkerRecord, wait_for_exit
-from trainer.verifier.reasons import status_reason
+from trainer.verifier.reasons import logged_reason, status_reason
 from trainer.verifier.verdict import WorkerReport
 
 
@@ -50,15 +50,14 @@ def from_log_files(paths: list[Path], exit_codes: dict[str, int] | None = None) 
     unless `exit_codes` gives it (trainer/verifier/given_exits.py), and then it is judged as a live
     run's worker is."""
     codes = exit_codes or {}
-    return [
-        WorkerReport(
-            name=path.stem,
-            state="exited" if path.stem in codes else "log",
-            exit_code=codes.get(path.stem),
-            log=path.read_text(errors="replace"),
+    reports = []
+    for path in paths:
+        log, code = path.read_text(errors="replace"), codes.get(path.stem)
+        state = "exited" if path.stem in codes else "log"
+        reports.append(
+            WorkerReport(name=path.stem, state=state, exit_code=code, log=log, reason=logged_reason(log, code))
         )
-        for path in paths
-    ]
+    return reports
 
 
 def network_reports(directory: Path, names: list[str]) -> tuple[str, ...]:
