@@ -26,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,7 +35,7 @@ from typing import NoReturn
 import slowdown  # scripts/slowdown.py: Python puts this file's folder on the path.
 import training_project  # scripts/training_project.py, the same way.
 import workers  # scripts/workers.py, the same way.
-from commandline import BAD_ARGUMENTS, Parser, one_of, whole_number  # scripts/commandline.py, the same way.
+from commandline import BAD_ARGUMENTS, HELP_WIDTH, Parser, one_of, whole_number  # scripts/commandline.py, the same way.
 from training_project import Refusal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -82,17 +83,28 @@ Sets up what is missing (scripts/setup), trains the cluster and prints the verdi
 is a container of its own on a private network, and the verifier checks that all of them finished
 the same synchronized training. Arguments are checked before anything starts."""
 
+
+def _reserved_names() -> str:
+    """The epilog's paragraph on the names --env may not set, made from training_project's lists."""
+    harness = (*training_project.HARNESS_NAMES, *(f"{prefix}*" for prefix in training_project.HARNESS_PREFIXES))
+    settings = (*(f"{prefix}*" for prefix in training_project.SETTING_PREFIXES), *training_project.SETTING_NAMES)
+    text = (
+        f"--env and --env-file may not set the harness's own names: {', '.join(harness)}; nor its "
+        f"settings, which are set in scripts/run's environment instead: {', '.join(settings)}."
+    )
+    return textwrap.fill(
+        text, HELP_WIDTH, initial_indent="  ", subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+
+
+RESERVED_NAMES = _reserved_names()
+
 EPILOG = f"""\
 your project (--project DIR; docs/bring-your-own.md):
   every worker runs CMD in /project, DIR mounted read-only, with TF_CONFIG set by the harness;
   a command that runs python checks here first that its script (a path, from DIR) or module
   (-m PKG.MOD: DIR/PKG/MOD.py or DIR/PKG/MOD/__main__.py; or trainer.*, the image's) exists.
-  --env and --env-file may not set the harness's own names: TF_CONFIG, TF_TASK_INDEX, TF_TASK_SLOT,
-  TF_WORKER_HOSTS, TF_WORKER_PORT, TF_RENDEZVOUS_PORT, TF_RESULTS_DIR, TF_CHECKPOINT_DIR,
-  JOB_COMPLETION_INDEX, PATH, HOME, PYTHONPATH, TFCLUSTER_*; nor its settings, which are set in
-  scripts/run's environment instead: TRAIN_*, TF_NETWORK_*, TF_JOIN_TIMEOUT, TF_RUN_TIMEOUT,
-  TF_STOP_GRACE, TF_STALL_TIMEOUT, TF_STARTUP_LOGS, TF_RESTART_LIMIT, TF_WORKER_MEMORY,
-  TF_WORKER_CPUS.
+{RESERVED_NAMES}
   Requirements are pip specifiers, one a line (no options, URLs or paths), held to the image's pins;
   they are installed in an image of their own, {training_project.IMAGE_REPOSITORY}:HASH.
   --bake copies DIR into an image of its own instead of mounting it (docker/Dockerfile.project, on

@@ -45,43 +45,40 @@ USER_ENVIRONMENT_LIST = "TFCLUSTER_USER_ENV"
 # refused all the same, so that nothing you ask for is silently dropped.
 
 # Set by the harness on every worker: the cluster, the paths, the process's own environment.
-HARNESS_NAMES = frozenset(
-    {
-        "TF_CONFIG",
-        "TF_TASK_INDEX",
-        "TF_TASK_SLOT",
-        "TF_WORKER_HOSTS",
-        "TF_WORKER_PORT",
-        "TF_RENDEZVOUS_PORT",
-        "TF_RESULTS_DIR",
-        "TF_CHECKPOINT_DIR",
-        "JOB_COMPLETION_INDEX",
-        "PATH",
-        "HOME",
-        "PYTHONPATH",
-        # The env file is the whole container's, the launcher's Python included: these would change
-        # how the launcher itself runs (warnings turned into errors, another interpreter's library).
-        "PYTHONHOME",
-        "PYTHONWARNINGS",
-        "PYTHONINSPECT",
-        "PYTHONSAFEPATH",
-    }
+# Tuples, not sets: scripts/run --help lists them in this order (docs/commands.md is made from it).
+HARNESS_NAMES = (
+    "TF_CONFIG",
+    "TF_TASK_INDEX",
+    "TF_TASK_SLOT",
+    "TF_WORKER_HOSTS",
+    "TF_WORKER_PORT",
+    "TF_RENDEZVOUS_PORT",
+    "TF_RESULTS_DIR",
+    "TF_CHECKPOINT_DIR",
+    "JOB_COMPLETION_INDEX",
+    "PATH",
+    "HOME",
+    "PYTHONPATH",
+    # The env file is the whole container's, the launcher's Python included: these would change
+    # how the launcher itself runs (warnings turned into errors, another interpreter's library).
+    "PYTHONHOME",
+    "PYTHONWARNINGS",
+    "PYTHONINSPECT",
+    "PYTHONSAFEPATH",
 )
 HARNESS_PREFIXES = ("TFCLUSTER_",)
 # The harness's settings: yours to choose, but for the whole cluster (the deadlines, the limits, the
 # built-in trainer's and the network's settings), so they are set as variables of scripts/run,
 # which compose.yaml passes on (docs/settings.md), not as your program's.
-SETTING_NAMES = frozenset(
-    {
-        "TF_JOIN_TIMEOUT",
-        "TF_RUN_TIMEOUT",
-        "TF_STOP_GRACE",
-        "TF_STALL_TIMEOUT",
-        "TF_STARTUP_LOGS",
-        "TF_RESTART_LIMIT",
-        "TF_WORKER_MEMORY",
-        "TF_WORKER_CPUS",
-    }
+SETTING_NAMES = (
+    "TF_JOIN_TIMEOUT",
+    "TF_RUN_TIMEOUT",
+    "TF_STOP_GRACE",
+    "TF_STALL_TIMEOUT",
+    "TF_STARTUP_LOGS",
+    "TF_RESTART_LIMIT",
+    "TF_WORKER_MEMORY",
+    "TF_WORKER_CPUS",
 )
 SETTING_PREFIXES = ("TRAIN_", "TF_NETWORK_")
 

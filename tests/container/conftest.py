@@ -52,6 +52,42 @@ class ComposeProject(SharedComposeProject):
         wait_for_line(self.container(service), text, timeout=timeout, name=service)
 
 
+class ScriptsRun(ComposeProject):
+    """`scripts/run ARGUMENTS` as a test's Compose project: its unique name is COMPOSE_PROJECT_NAME.
+
+    The project's files are scripts/run's to choose; the methods of the shared class see only
+    compose.yaml's, which name every service the runs share (`down`'s --remove-orphans takes the rest).
+    """
+
+    def __init__(self, *arguments: str, environment: dict[str, str] | None = None):
+        super().__init__(environment=environment)
+        self.arguments = [str(ROOT / "scripts" / "run"), *arguments]
+
+    def finish(self, *, timeout: float = 420) -> subprocess.CompletedProcess:
+        """Runs scripts/run to its end; its output is captured as text."""
+        return subprocess.run(
+            self.arguments, cwd=self.cwd, env=self._run_environment(), capture_output=True, text=True, timeout=timeout
+        )
+
+    def start(self) -> subprocess.Popen:
+        """scripts/run without waiting for it; its output (stdout and stderr together) is the process's stdout."""
+        return subprocess.Popen(
+            self.arguments,
+            cwd=self.cwd,
+            env=self._run_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def container_name(self, service: str) -> str:
+        """The name Compose gives the service's container, known before scripts/run has created it."""
+        return f"{self.name}-{service}-1"
+
+    def _run_environment(self) -> dict[str, str]:
+        return {**self.environment, "COMPOSE_PROJECT_NAME": self.name}
+
+
 def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml") -> str:
     """A Compose override giving each named service extra environment variables."""
     lines = ["services:"]
@@ -114,3 +150,18 @@ def compose_project(docker):
     yield make
     for project in projects:
         project.down()
+
+
+@pytest.fixture
+def scripts_run(docker):
+    """A factory of `scripts/run` invocations; every project they started is torn down, pass or fail."""
+    runs = []
+
+    def make(*arguments: str, environment: dict[str, str] | None = None) -> ScriptsRun:
+        run = ScriptsRun(*arguments, environment=environment)
+        runs.append(run)
+        return run
+
+    yield make
+    for run in runs:
+        run.down()

@@ -5,63 +5,19 @@ examples' files are never edited (they are mounted read-only on the workers).
 """
 
 import json
-import os
 import subprocess
 import threading
 import time
 import uuid
 
 import pytest
-from compose_project import ComposeProject, unique_name
 
-from tests.conftest import ROOT
 from tests.container.conftest import wait_for_line
 from trainer.contract.exitcodes import ExitCode
 
 TUTORIAL_FIGURES = "initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
 KERAS_FIT = ["--project", "examples/keras-fit", "--data", "examples/keras-fit/data"]
 LEGACY_KERAS = ["--env", "TF_USE_LEGACY_KERAS=1"]
-
-
-class Run:
-    """`scripts/run ARGUMENTS` as a Compose project of its own, always taken down afterwards."""
-
-    def __init__(self, *arguments: str, environment: dict[str, str] | None = None):
-        self.name = unique_name("tfc-test")
-        self.command = [str(ROOT / "scripts" / "run"), *arguments]
-        self.environment = {**os.environ, **(environment or {}), "COMPOSE_PROJECT_NAME": self.name}
-
-    def finish(self, *, timeout: float = 420) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            self.command, cwd=ROOT, env=self.environment, capture_output=True, text=True, timeout=timeout
-        )
-
-    def start(self) -> subprocess.Popen:
-        return subprocess.Popen(
-            self.command, cwd=ROOT, env=self.environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-
-    def container(self, service: str) -> str:
-        return f"{self.name}-{service}-1"
-
-    def down(self) -> None:
-        # compose.yaml names every service the runs share; --remove-orphans takes the rest.
-        ComposeProject(name=self.name).down()
-
-
-@pytest.fixture
-def scripts_run(docker):
-    """A factory of `scripts/run` invocations; every project they started is taken down."""
-    runs = []
-
-    def make(*arguments: str, environment: dict[str, str] | None = None) -> Run:
-        run = Run(*arguments, environment=environment)
-        runs.append(run)
-        return run
-
-    yield make
-    for run in runs:
-        run.down()
 
 
 def wait_until_created(container: str, *, since: str, timeout: float) -> None:
@@ -133,9 +89,9 @@ def test_a_keras_fit_project_resumes_after_a_worker_is_killed(scripts_run):
     since = str(int(time.time()))
     process = run.start()
     try:
-        wait_until_created(run.container("worker-1"), since=since, timeout=300)
-        wait_for_line(run.container("worker-1"), "Epoch 2/4", timeout=300, name="worker-1")
-        subprocess.run(["docker", "kill", run.container("worker-1")], check=True, capture_output=True, timeout=60)
+        wait_until_created(run.container_name("worker-1"), since=since, timeout=300)
+        wait_for_line(run.container_name("worker-1"), "Epoch 2/4", timeout=300, name="worker-1")
+        subprocess.run(["docker", "kill", run.container_name("worker-1")], check=True, capture_output=True, timeout=60)
         output, _ = process.communicate(timeout=420)
     finally:
         process.kill()
@@ -156,7 +112,11 @@ def test_a_baked_project_runs_from_its_image_with_no_mount_of_its_folder(scripts
         assert "custom-loop: epoch 4/4" in result.stdout
         for worker in ("worker-0", "worker-1"):
             inspected = subprocess.run(
-                ["docker", "inspect", run.container(worker)], capture_output=True, text=True, check=True, timeout=60
+                ["docker", "inspect", run.container_name(worker)],
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=60,
             )
             (container,) = json.loads(inspected.stdout)
             assert container["Config"]["Image"] == tag

@@ -5,11 +5,9 @@ four-worker runs, which assert that no such line is printed.
 """
 
 import re
-import subprocess
 
 import pytest
 
-from tests.conftest import ROOT
 from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(420)]
@@ -21,17 +19,10 @@ STRAGGLER = re.compile(
 )
 
 
-def test_a_worker_slowed_by_scripts_run_is_named_and_the_verdict_still_passes(compose_project):
+def test_a_worker_slowed_by_scripts_run_is_named_and_the_verdict_still_passes(scripts_run):
     # scripts/run itself, as a user runs it, as a Compose project of the test's own (torn down by the fixture).
-    project = compose_project()
-    result = subprocess.run(
-        [str(ROOT / "scripts" / "run"), "--slow", "worker-1=0.25"],
-        cwd=ROOT,
-        env={**project.environment, "COMPOSE_PROJECT_NAME": project.name},
-        capture_output=True,
-        text=True,
-        timeout=360,
-    )
+    project = scripts_run("--slow", "worker-1=0.25")
+    result = project.finish(timeout=360)
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr[-2000:]
     assert project.state("worker-1")["HostConfig"]["NanoCpus"] == 250_000_000
     assert project.state("worker-0")["HostConfig"]["NanoCpus"] == 2_000_000_000

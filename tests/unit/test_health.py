@@ -24,7 +24,6 @@ def test_cgroup_v2_counters_are_read(tmp_path):
         {
             "cgroup.controllers": "cpu memory pids\n",
             "memory.max": f"{250 * MiB}\n",
-            "memory.current": f"{200 * MiB}\n",
             "memory.peak": f"{249 * MiB}\n",
             "memory.events": "low 0\nhigh 0\nmax 17\noom 1\noom_kill 1\noom_group_kill 0\n",
             "memory.stat": "anon 1\nfile 2\npgmajfault 4400\n",
@@ -32,7 +31,7 @@ def test_cgroup_v2_counters_are_read(tmp_path):
         },
     )
     assert cgroup.memory(root) == cgroup.Memory(
-        limit=250 * MiB, usage=200 * MiB, peak=249 * MiB, limit_hits=17, oom_kills=1, major_faults=4400
+        limit=250 * MiB, peak=249 * MiB, limit_hits=17, oom_kills=1, major_faults=4400
     )
     assert cgroup.cpu_limit(root) == 0.25
 
@@ -42,7 +41,6 @@ def test_cgroup_v1_counters_are_read(tmp_path):
         tmp_path,
         {
             "memory/memory.limit_in_bytes": f"{250 * MiB}\n",
-            "memory/memory.usage_in_bytes": f"{249 * MiB}\n",
             "memory/memory.max_usage_in_bytes": f"{250 * MiB}\n",
             "memory/memory.failcnt": "2878231\n",
             "memory/memory.oom_control": "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n",
@@ -52,16 +50,14 @@ def test_cgroup_v1_counters_are_read(tmp_path):
         },
     )
     assert cgroup.memory(root) == cgroup.Memory(
-        limit=250 * MiB, usage=249 * MiB, peak=250 * MiB, limit_hits=2878231, oom_kills=2, major_faults=153473
+        limit=250 * MiB, peak=250 * MiB, limit_hits=2878231, oom_kills=2, major_faults=153473
     )
     assert cgroup.cpu_limit(root) == 0.5
 
 
 def test_no_limit_and_unreadable_counters_are_none_and_the_cpus_are_the_machines(tmp_path):
     v2 = write(tmp_path / "v2", {"cgroup.controllers": "", "memory.max": "max\n", "cpu.max": "max 100000\n"})
-    assert cgroup.memory(v2) == cgroup.Memory(
-        limit=None, usage=None, peak=None, limit_hits=None, oom_kills=None, major_faults=None
-    )
+    assert cgroup.memory(v2) == cgroup.Memory(limit=None, peak=None, limit_hits=None, oom_kills=None, major_faults=None)
     cores = len(os.sched_getaffinity(0))
     assert cgroup.cpu_limit(v2) == cores
     v1 = write(
@@ -79,7 +75,7 @@ class Counters:
     """A cgroup whose counters a test sets between samples."""
 
     def __init__(self, **values):
-        self.values = {"limit": 250 * MiB, "usage": 100 * MiB, "peak": 100 * MiB, "limit_hits": 0, "oom_kills": 0}
+        self.values = {"limit": 250 * MiB, "peak": 100 * MiB, "limit_hits": 0, "oom_kills": 0}
         self.values["major_faults"] = 0
         self.values.update(values)
 

@@ -37,7 +37,7 @@ class StandInHealth(Health):
 
 
 def _memory():
-    return Memory(limit=250 * MiB, usage=250 * MiB, peak=250 * MiB, limit_hits=0, oom_kills=0, major_faults=0)
+    return Memory(limit=250 * MiB, peak=250 * MiB, limit_hits=0, oom_kills=0, major_faults=0)
 
 
 def peer(position, *, idle=None, state="running", stalled=False, unavailable=None, misses=0):

@@ -29,16 +29,16 @@ class Activity:
         self._proc = proc
         self._last_active = started
         self._last_sample: tuple[float, float] | None = None  # (when, CPU-seconds then)
-        self._lines = 0
+        self.lines = 0  # Printed so far.
         self._lines_seen = 0
 
     def printed(self) -> None:
         """Called for every line the program prints (from the forwarding thread: a counter is enough)."""
-        self._lines += 1
+        self.lines += 1
 
     def sample(self, now: float) -> None:
         cpu = group_cpu_seconds(self._group, self._proc)
-        lines = self._lines
+        lines = self.lines
         if lines != self._lines_seen:
             self._lines_seen = lines
             self._last_active = now
@@ -62,31 +62,30 @@ def _stat_fields(pid: str, proc: Path) -> list[str] | None:
     return text[text.rfind(")") + 2 :].split()
 
 
-def group_members(group: int, proc: Path = PROC) -> list[int]:
-    members = []
+def _group_stats(group: int, proc: Path) -> dict[int, list[str]]:
+    """Each process of the group, with its /proc/PID/stat fields after the name: one read of each."""
+    members = {}
     for entry in proc.iterdir() if proc.is_dir() else ():
         if entry.name.isdigit():
             fields = _stat_fields(entry.name, proc)
-            # After the name: state (0), parent (1), process group (2).
-            if fields and len(fields) > 2 and fields[2] == str(group):
-                members.append(int(entry.name))
+            # After the name: state (0), parent (1), process group (2), ... up to cstime (14).
+            if fields and len(fields) > 14 and fields[2] == str(group):
+                members[int(entry.name)] = fields
     return members
+
+
+def group_members(group: int, proc: Path = PROC) -> list[int]:
+    return list(_group_stats(group, proc))
 
 
 def group_cpu_seconds(group: int, proc: Path = PROC) -> float | None:
     """User and system CPU time of the group's live processes, and of the children its leader reaped."""
-    ticks = 0
-    found = False
-    for pid in group_members(group, proc):
-        fields = _stat_fields(str(pid), proc)
-        if not fields or len(fields) < 15:
-            continue
-        found = True
-        # utime (11) and stime (12); the leader's cutime (13) and cstime (14) hold its reaped children.
-        ticks += int(fields[11]) + int(fields[12])
-        if pid == group:
-            ticks += int(fields[13]) + int(fields[14])
-    return ticks / _TICKS if found else None
+    members = _group_stats(group, proc)
+    # utime (11) and stime (12); the leader's cutime (13) and cstime (14) hold its reaped children.
+    ticks = sum(int(fields[11]) + int(fields[12]) for fields in members.values())
+    if group in members:
+        ticks += int(members[group][13]) + int(members[group][14])
+    return ticks / _TICKS if members else None
 
 
 def catches(pid: int, signal_number: int, proc: Path = PROC) -> bool:

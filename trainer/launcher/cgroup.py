@@ -3,14 +3,14 @@
 The kernel charges every process of the container to one cgroup, and Docker mounts that cgroup
 read-only at /sys/fs/cgroup inside it (with `cap_drop: ALL` too). Two layouts exist:
 
-- v2 (unified): `memory.max` ("max" when unlimited), `memory.current`, `memory.peak` (Linux 5.19
-  and later), `memory.events` (`max`: times usage hit the limit, `oom_kill`: processes killed),
-  `memory.stat` (`pgmajfault`: page faults that read from disk), `cpu.max` ("QUOTA PERIOD", QUOTA
-  "max" when unlimited);
-- v1: `memory/memory.limit_in_bytes` (a huge number when unlimited), `memory.usage_in_bytes`,
-  `memory.max_usage_in_bytes`, `memory.failcnt` (times usage hit the limit), `memory.oom_control`
-  (`oom_kill`: processes killed), `memory.stat` (`total_pgmajfault`), and `cpu/cpu.cfs_quota_us`
-  (-1 when unlimited) with `cpu.cfs_period_us`.
+- v2 (unified): `memory.max` ("max" when unlimited), `memory.peak` (Linux 5.19 and later),
+  `memory.events` (`max`: times usage hit the limit, `oom_kill`: processes killed), `memory.stat`
+  (`pgmajfault`: page faults that read from disk), `cpu.max` ("QUOTA PERIOD", QUOTA "max" when
+  unlimited);
+- v1: `memory/memory.limit_in_bytes` (a huge number when unlimited), `memory.max_usage_in_bytes`,
+  `memory.failcnt` (times usage hit the limit), `memory.oom_control` (`oom_kill`: processes
+  killed), `memory.stat` (`total_pgmajfault`), and `cpu/cpu.cfs_quota_us` (-1 when unlimited)
+  with `cpu.cfs_period_us`.
 
 A counter that cannot be read is None: outside a container, or on a kernel without it, the
 launcher still runs, it only cannot say as much.
@@ -30,7 +30,6 @@ class Memory:
     """One reading of the container's memory counters, in bytes; None where the kernel keeps none."""
 
     limit: int | None  # None: no limit.
-    usage: int | None
     peak: int | None
     # How many times usage reached the limit (each time the kernel had to reclaim or fail).
     limit_hits: int | None
@@ -45,7 +44,6 @@ def memory(root: Path = ROOT) -> Memory:
         events = _keyed(root / "memory.events")
         return Memory(
             limit=_limit(_text(root / "memory.max")),
-            usage=_number(root / "memory.current"),
             peak=_number(root / "memory.peak"),
             limit_hits=events.get("max"),
             oom_kills=events.get("oom_kill"),
@@ -54,7 +52,6 @@ def memory(root: Path = ROOT) -> Memory:
     v1 = root / "memory"
     return Memory(
         limit=_limit(_text(v1 / "memory.limit_in_bytes")),
-        usage=_number(v1 / "memory.usage_in_bytes"),
         peak=_number(v1 / "memory.max_usage_in_bytes"),
         limit_hits=_number(v1 / "memory.failcnt"),
         oom_kills=_keyed(v1 / "memory.oom_control").get("oom_kill"),

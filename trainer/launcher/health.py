@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 
 from trainer.contract.exitcodes import ExitCode
+from trainer.contract.usage import mebibytes
 from trainer.launcher import cgroup
 from trainer.launcher.activity import Activity
 from trainer.launcher.failures import OutOfMemory
@@ -57,10 +58,6 @@ class MemoryState:
             return None
 
 
-def mebibytes(count: int | None) -> str:
-    return "?" if count is None else f"{count / 2**20:.0f} MiB"
-
-
 class Health:
     """Samples the program's activity and the container's memory counters; the latest is `memory` and `idle`."""
 
@@ -92,6 +89,9 @@ class Health:
         if self._activity is not None:
             self._activity.sample(now)
             self.idle = self._activity.idle_for(now)
+        self._sample_memory(now)
+
+    def _sample_memory(self, now: float) -> None:
         reading = self._read_memory()
         hits, kills = reading.limit_hits, max(0, (reading.oom_kills or 0) - self._oom_kills_before)
         hit_limit = hits is not None and self._hits_before is not None and hits > self._hits_before
@@ -124,7 +124,7 @@ class Health:
 
     def check_killed(self, exit_code: int) -> None:
         """Raises OutOfMemory if the kernel killed a process of the program that ended with `exit_code`."""
-        self.sample(time.monotonic())  # The kill counter, read after the program ended.
+        self._sample_memory(time.monotonic())  # The kill counter, read after the program ended.
         if exit_code != 0 and self.memory.oom_kills:
             ended = f"signal {-exit_code}" if exit_code < 0 else f"exit {exit_code}"
             raise OutOfMemory(
@@ -149,3 +149,16 @@ def peer_trouble(state: str, health: dict, *, unavailable: str | None = None) ->
     if memory is not None and memory.pressed:
         return f"{said}; its last heartbeat said it was at {memory.describe()}: out of memory"
     return said
+
+
+def gone_peer(recorded: int | None, unavailable: str, *, state: str | None, health: dict) -> str | None:
+    """Why a peer that no longer answers counts as lost; None when its recorded status says it ended well.
+
+    `recorded` is the exit its launcher recorded (trainer/launcher/peers.py, `recorded_exits`), if
+    any; `state` and `health` are from its last answer.
+    """
+    if recorded == 0:
+        return None
+    if recorded is not None:
+        return f"exited {recorded} (its recorded status)"
+    return peer_trouble(state or "", health, unavailable=unavailable)

@@ -11,7 +11,7 @@ from trainer.contract.cluster import host_of
 from trainer.contract.exitcodes import ExitCode
 from trainer.launcher import rendezvous
 from trainer.launcher.failures import PeerLost, listing
-from trainer.launcher.health import peer_trouble
+from trainer.launcher.health import gone_peer, peer_trouble
 from trainer.launcher.peers import PeerWatch, RecordedExit, nothing_recorded
 
 
@@ -50,11 +50,16 @@ def probe_peers(
         try:
             _, state, health = rendezvous.fetch(host_of(watch.address), watch.port, me=me, timeout=1.0)
         except rendezvous.PeerUnavailable as unavailable:
-            recorded = recorded_exit(watch.address)
-            if recorded is None:
-                lost[watch.address] = str(unavailable)
-            elif recorded != 0:  # Gone after ending well is no loss either.
-                lost[watch.address] = f"exited {recorded} (its recorded status)"
+            seen = watch.latest
+            # Gone after ending well (its recorded status) is no loss either.
+            reason = gone_peer(
+                recorded_exit(watch.address),
+                str(unavailable),
+                state=seen.state if seen else None,
+                health=seen.health if seen else {},
+            )
+            if reason is not None:
+                lost[watch.address] = reason
             continue
         if state.startswith("exited") and state != "exited 0":
             lost[watch.address] = peer_trouble(state, health)

@@ -11,7 +11,6 @@ when Compose's `stop_grace_period` (10 s unless set) has passed, so that must ex
 """
 
 import contextlib
-import dataclasses
 import os
 import resource
 import signal
@@ -23,6 +22,7 @@ from collections.abc import Iterator
 from trainer.contract import gate, stacks
 from trainer.contract.console import Log, show
 from trainer.contract.settings import LaunchSettings
+from trainer.contract.usage import Usage
 from trainer.launcher import cgroup, noise
 from trainer.launcher.activity import Activity, signal_catchers
 
@@ -33,33 +33,6 @@ OUTPUT_DRAIN = 5.0
 # A stack dump is out once the program has printed nothing for DUMP_QUIET, or after DUMP_WAIT.
 DUMP_QUIET = 0.5
 DUMP_WAIT = 5.0
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class Usage:
-    """What the program used; the status records it, and the verifier compares the workers' busy shares."""
-
-    wall_seconds: float
-    cpu_seconds: float
-    cpu_limit: float  # The cores the container may use.
-    peak_memory: int  # Bytes, the largest resident size of any one of its processes.
-
-    def line(self) -> str:
-        return (
-            f"training program used {self.wall_seconds:.1f}s, {self.cpu_seconds:.1f} CPU-seconds "
-            f"(busy {self.busy_share():.0%} of {self.cpu_limit:g} CPUs), peak memory {self.peak_memory / 2**20:.0f} MiB"
-        )
-
-    def busy_share(self) -> float:
-        return self.cpu_seconds / (self.wall_seconds * self.cpu_limit) if self.wall_seconds and self.cpu_limit else 0.0
-
-    def to_record(self) -> dict:
-        return {
-            "wall_seconds": round(self.wall_seconds, 3),
-            "cpu_seconds": round(self.cpu_seconds, 3),
-            "cpu_limit": self.cpu_limit,
-            "peak_memory": self.peak_memory,
-        }
 
 
 def honours_gate(command: list[str]) -> bool:
@@ -92,7 +65,6 @@ class Program:
         self._started = 0.0
         # Set by stop(); a program still starting when the signal came is stopped once it exists.
         self._stop_requested = False
-        self._lines = 0  # Printed so far: a stack dump is complete once this stops growing.
         self.activity: Activity | None = None  # Made with the process: what the stall watchdog judges.
         # TensorFlow's start-up notices are hidden while the program runs quiet (trainer/launcher/noise.py).
         self._hide_startup_lines = noise.runs_quiet(environment)
@@ -177,8 +149,8 @@ class Program:
         asked = signal_catchers(self._process.pid, stacks.SIGNAL)
         deadline = time.monotonic() + DUMP_WAIT
         printed = -1
-        while asked and time.monotonic() < deadline and printed != self._lines:
-            printed = self._lines
+        while asked and time.monotonic() < deadline and printed != self.activity.lines:
+            printed = self.activity.lines
             time.sleep(DUMP_QUIET)  # Output, unlike an exit, has no event that says it is complete.
         return asked
 
@@ -194,7 +166,6 @@ class Program:
 
     def _forward(self) -> None:
         for line in self._process.stdout:
-            self._lines += 1
             self.activity.printed()
             if not (self._hide_startup_lines and noise.is_startup_line(line)):
                 show(line, self._recorder)

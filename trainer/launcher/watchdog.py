@@ -19,7 +19,7 @@ from collections.abc import Callable
 from trainer.contract.exitcodes import ExitCode
 from trainer.launcher import cgroup
 from trainer.launcher.failures import DeadlineExceeded, LaunchFailure, OutOfMemory, PeerLost, Stall, listing
-from trainer.launcher.health import Health, peer_trouble
+from trainer.launcher.health import Health, gone_peer, peer_trouble
 from trainer.launcher.peers import CHECK_INTERVAL, Observation, PeerWatch, RecordedExit, nothing_recorded
 
 # How often each peer is asked while training runs, once the workers have met.
@@ -168,17 +168,16 @@ class Watchdog:
     def _gone(self, watch: PeerWatch, seen: Observation, now: float) -> None:
         """A peer no longer answers: finished if it recorded a successful exit, else lost."""
         recorded = self._recorded_exit(watch.address)
-        if recorded == 0:
+        missed = f"{seen.unavailable} ({seen.misses} heartbeats missed)"
+        reason = gone_peer(recorded, missed, state=seen.state, health=seen.health)
+        if reason is None:
             self.finished.add(watch.position)
             watch.stop()
             self._say(f"peer {watch.address} is gone, having ended well (exit 0, as its recorded status says)")
-        elif recorded is not None:
-            self._lose(watch.address, f"exited {recorded} (its recorded status)")
-            self._stop_at = min(self._stop_at, now + FAILED_PEER_GRACE)
-        else:
-            missed = f"{seen.unavailable} ({seen.misses} heartbeats missed)"
-            self._lose(watch.address, peer_trouble(seen.state or "", seen.health, unavailable=missed))
-            self._stop_at = min(self._stop_at, now + LOST_PEER_GRACE)
+            return
+        self._lose(watch.address, reason)
+        # A recorded failure is final, as a failed state is; silence may still be a slow answer.
+        self._stop_at = min(self._stop_at, now + (FAILED_PEER_GRACE if recorded is not None else LOST_PEER_GRACE))
 
     def _lose(self, peer: str, reason: str) -> None:
         self.lost[peer] = reason
@@ -187,4 +186,4 @@ class Watchdog:
 
 def _no_memory():
     """Where no health is watched (a test's stand-in): no counters, so nothing is ever blamed on memory."""
-    return cgroup.Memory(limit=None, usage=None, peak=None, limit_hits=None, oom_kills=None, major_faults=None)
+    return cgroup.Memory(limit=None, peak=None, limit_hits=None, oom_kills=None, major_faults=None)

@@ -16,7 +16,7 @@ from trainer.contract.exitcodes import ExitCode
 from trainer.contract.settings import RecoverySettings, TrainingSettings
 from trainer.training.checkpoints import Store
 from trainer.training.failure import check_failed, configuration_failed
-from trainer.training.faults import exit_after, hang_after
+from trainer.training.faults import step_faults
 from trainer.training.outcome import TrainingCheckFailed, check
 from trainer.training.output import epoch_line, final_json, final_line
 
@@ -58,12 +58,9 @@ def main() -> int:
     def on_epoch(epoch, step):
         say(epoch_line(epoch, epochs=settings.epochs, step=step))
 
-    callbacks = Callbacks(on_epoch=on_epoch)
     # Only a test asks for a fault (docs/recovery.md, docs/failures.md).
-    if recovery.fault_exit_at_step:
-        callbacks = Callbacks(on_epoch=on_epoch, on_step=exit_after(recovery.fault_exit_at_step, say))
-    elif recovery.fault_hang_at_step:
-        callbacks = Callbacks(on_epoch=on_epoch, on_step=hang_after(recovery.fault_hang_at_step, say))
+    faults = step_faults(exit_at=recovery.fault_exit_at_step, hang_at=recovery.fault_hang_at_step, say=say)
+    callbacks = Callbacks(on_epoch=on_epoch, **({"on_step": faults} if faults else {}))
     try:
         result = train(cluster, settings, callbacks=callbacks, say=say, store=store)
     except ResumeMismatch as error:

@@ -35,3 +35,16 @@ def hang_after(step: int, say: Callable[[str], None]) -> Callable[[int], None]:
             threading.Event().wait()
 
     return on_step
+
+
+def step_faults(*, exit_at: int, hang_at: int, say: Callable[[str], None]) -> Callable[[int], None] | None:
+    """The step callback of every fault asked for (0: none), in this order; None when none is."""
+    asked = [make(step, say) for step, make in ((exit_at, exit_after), (hang_at, hang_after)) if step]
+    if not asked:
+        return None
+
+    def on_step(done: int) -> None:
+        for fault in asked:
+            fault(done)
+
+    return on_step

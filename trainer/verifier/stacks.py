@@ -23,7 +23,8 @@ _FRAME = re.compile(r'^\s+File "(?P<path>[^"]*)", line (?P<line>\d+) in (?P<func
 # Where the interpreter's own main thread starts: a script's top level, or `python -m`'s runpy.
 _MAIN_ENTRIES = ("<module>", "_run_module_as_main")
 # Paths of code that is not the program's own: the standard library and installed packages.
-_LIBRARY = re.compile(r"/(site|dist)-packages/|/lib/python3\.\d+/|^<frozen ")
+_STANDARD_LIBRARY = r"/lib/python3\.\d+/"
+_LIBRARY = re.compile(rf"/(site|dist)-packages/|{_STANDARD_LIBRARY}|^<frozen ")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,5 +74,5 @@ def _short(path: str) -> str:
     for marker in ("/site-packages/", "/dist-packages/"):
         if marker in path:
             return path.split(marker, 1)[1]
-    standard = re.search(r"/lib/python3\.\d+/", path)
+    standard = re.search(_STANDARD_LIBRARY, path)
     return path[standard.end() :] if standard else path.removeprefix("/app/")

@@ -1,17 +1,18 @@
 """The straggler: the one worker a synchronous cluster waited for, named with a figure.
 
 Every worker's launcher records its training program's usage in its status
-(`{"usage": {"wall_seconds": W, "cpu_seconds": C, "cpu_limit": L}}`): the program's wall time,
-the CPU time its processes used, and the cores its container may use. Its busy share,
-C / (W * L), is the part of what it could have computed that it did compute. In a synchronous
+(trainer/contract/usage.py): the program's wall time, the CPU time its processes used, and the
+cores its container may use. Its busy share, C / (W * L), is the part of what it could have
+computed that it did compute. In a synchronous
 cluster every step ends in a collective that waits for every worker, so a worker short of CPU
 computes all the time (a share near 1) while the others mostly wait for it (a low share); in a
 run without a straggler the shares are alike. The line is information, never a failure: a slow
 worker still trains the same model.
 """
 
-import math
 from collections.abc import Iterable, Mapping
+
+from trainer.contract.usage import Usage
 
 # The rule, from measured runs of the default training on 2 cores (docs/verifier.md, "The slowest
 # worker"): a worker slowed to 0.25 or 0.5 CPUs was busy 71-100% against 9-22% on the others (3.9
@@ -27,15 +28,8 @@ SPREAD = 2.0
 
 def busy_share(usage: Mapping | None) -> float | None:
     """C / (W * L), or None when the usage is missing or not three positive numbers."""
-    if not isinstance(usage, Mapping):
-        return None
-    figures = [usage.get(key) for key in ("wall_seconds", "cpu_seconds", "cpu_limit")]
-    if not all(_number(figure) for figure in figures):
-        return None
-    wall, cpu, limit = figures
-    if wall <= 0 or limit <= 0 or cpu < 0:
-        return None
-    return cpu / (wall * limit)
+    recorded = Usage.from_record(dict(usage) if isinstance(usage, Mapping) else None)
+    return recorded.busy_share() if recorded else None
 
 
 def slowest_worker(usages: Iterable[tuple[str, Mapping | None]]) -> str | None:
@@ -55,10 +49,6 @@ def slowest_worker(usages: Iterable[tuple[str, Mapping | None]]) -> str | None:
         f"slowest worker: {name}, busy {_percent(top)}% of its {_cores(usage['cpu_limit'])} against "
         f"{spread} on {where} (a synchronous cluster runs at its slowest worker's pace)"
     )
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
 def _percent(share: float) -> int:
