@@ -537,7 +537,7 @@ def execute(plan: Plan) -> int:
         except OSError as error:
             print(f"run: cannot write {name}: {error.strerror}", file=sys.stderr)
             return BAD_ARGUMENTS
-    setup = subprocess.run([str(ROOT / SETUP)], cwd=ROOT, env=environment)
+    setup = subprocess.run([str(ROOT / SETUP), *setup_options(plan)], cwd=ROOT, env=environment)
     if setup.returncode != 0:
         return exit_status(setup.returncode)
     if plan.bakes:
@@ -695,8 +695,11 @@ def describe(plan: Plan, environ) -> str:
         "",
         f"compose files  {':'.join(plan.files)} (COMPOSE_FILE)",
         f"project        {project} ({project_source})",
-        f"set-up         {SETUP}: Compose v2 if missing, the base images, {wheelhouses}, then a build of",
-        f"               {image} (worker-0) and {shaper_image} (shaper-0)",
+        f"set-up         {shlex.join([SETUP, *setup_options(plan)])}: Compose v2 if missing, the base image, "
+        f"{wheelhouses}, then",
+        f"               a build of {image} (worker-0)"
+        + (f" and {shaper_image} (shaper-0)" if plan.profile else "")
+        + ", unless current",
     ]
     rendering = shlex.join(["scripts/workers.py", str(plan.worker_count), *plan.workers_options()])
     if plan.renders_workers:
@@ -730,7 +733,7 @@ def describe(plan: Plan, environ) -> str:
 
     lines += ["", "commands, from the project's root, with the COMPOSE_FILE above:"]
     lines += [f"  write {name}" for name, text in plan.written().items() if text is not None]
-    lines.append(f"  {SETUP}")
+    lines.append(f"  {shlex.join([SETUP, *setup_options(plan)])}")
     if plan.bakes:
         build = build_command(plan.project.tag or UNKNOWN_BAKED_TAG, image, plan.project.directory)
         lines.append(f"  {shlex.join(build)} < (the context above, as a tar)")
@@ -820,6 +823,11 @@ def describe_bake(project: Project, base: str) -> list[str]:
     lines.append(f"               sent: {project.bake.summary()}")
     lines.append(f"               left out: {', '.join(left_out)}")
     return lines
+
+
+def setup_options(plan: Plan) -> list[str]:
+    """scripts/setup builds the network shaper's image only for a run with a network profile."""
+    return ["--shaper"] if plan.profile else []
 
 
 def arguments_of(plan: Plan) -> list[str]:

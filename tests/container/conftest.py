@@ -35,7 +35,7 @@ def docker():
             pytest.fail(f"CI=true and {problem}")
         pytest.skip(problem)
     # Always: the tests must run the code in this tree, and an unchanged build takes a second.
-    subprocess.run([str(ROOT / "scripts" / "setup")], check=True, timeout=900)
+    subprocess.run([str(ROOT / "scripts" / "setup"), "--shaper"], check=True, timeout=900)
 
 
 class ComposeProject(SharedComposeProject):

@@ -267,6 +267,15 @@ def test_a_bad_argument_is_one_line_naming_it_and_exit_2(sandbox, command, argum
 # -- scripts/run --dry-run ------------------------------------------------------------------------
 
 
+def test_the_dry_run_with_a_network_profile_sets_up_the_shaper_too(sandbox):
+    result = sandbox.run("scripts/run", "--dry-run", "--network", "wan")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert "set-up         scripts/setup --shaper: " in text
+    assert "a build of tfcluster:latest (worker-0) and tfcluster-shaper:latest (shaper-0), unless current\n" in text
+    assert "  scripts/setup --shaper\n" in text
+
+
 def test_the_dry_run_of_the_default_cluster(sandbox):
     result = sandbox.run("scripts/run", "--dry-run")
     assert result.returncode == 0, result.stderr
@@ -274,7 +283,9 @@ def test_the_dry_run_of_the_default_cluster(sandbox):
     text = result.stdout
     assert "compose files  compose.yaml (COMPOSE_FILE)\n" in text
     assert "project        tfcluster (compose.yaml's name)\n" in text
-    assert "tfcluster:latest (worker-0) and tfcluster-shaper:latest (shaper-0)" in text
+    # Without a network profile the shaper's image is neither needed nor built.
+    assert "a build of tfcluster:latest (worker-0), unless current\n" in text
+    assert "tfcluster-shaper" not in text
     assert re.search(r"^  worker-0 +0 +worker-0,worker-1$", text, re.MULTILINE)
     assert re.search(r"^  worker-1 +1 +worker-0,worker-1$", text, re.MULTILINE)
     assert "  TRAIN_EPOCHS=3\n" in text and "  TF_JOIN_TIMEOUT=60\n" in text
@@ -657,7 +668,7 @@ def test_the_dry_run_of_your_project_data_variables_and_three_workers(sandbox, t
     assert re.fullmatch(r"tfcluster-project:[0-9a-f]{12}", tag)
     assert "requirements   rich==15.0.0 tqdm>=4.0 (EXTRA_REQUIREMENTS)\n" in text
     assert f"in the image {tag} (TFCLUSTER_IMAGE: its name, from requirements)\n" in text
-    assert f"then a build of\n               {tag} (worker-0)" in text
+    assert f"then\n               a build of {tag} (worker-0), unless current" in text
     for index in range(3):
         assert re.search(rf"^  worker-{index} +{index} +worker-0,worker-1,worker-2$", text, re.MULTILINE)
     assert "  python3 scripts/workers.py 3 --project --data --output compose.workers.yaml\n" in text
