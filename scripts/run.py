@@ -32,7 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NoReturn
 
-import slowdown  # scripts/slowdown.py: Python puts this file's folder on the path.
+import devmode  # scripts/devmode.py: Python puts this file's folder on the path.
+import slowdown  # scripts/slowdown.py, the same way.
 import training_project  # scripts/training_project.py, the same way.
 import workers  # scripts/workers.py, the same way.
 from commandline import BAD_ARGUMENTS, HELP_WIDTH, Parser, one_of, whole_number  # scripts/commandline.py, the same way.
@@ -128,6 +129,7 @@ examples:
   scripts/run                          # the two workers of compose.yaml
   scripts/run --workers 4 --recover    # four workers; a failure restarts them all
   scripts/run --slow worker-1=0.25     # worker-1 on a quarter of a core: the verdict names the straggler
+  scripts/run --dev                    # after editing trainer/: its code mounted, no rebuild
   scripts/run --project examples/keras-fit --env TF_USE_LEGACY_KERAS=1   # your project, python train.py
   scripts/run --project ~/model --command "python -m model.train --fast" --data ~/datasets/model \\
     --env-file ~/model/cluster.env --workers 3 --dry-run      # what it would do, not done
@@ -195,6 +197,13 @@ def parser() -> Parser:
         help="limit worker NAME to CPUS cores (a positive number, at most the machine's), to see a "
         f"straggler; repeatable or comma-separated (written to {slowdown.SLOW_FILE}; default: every "
         "worker gets TF_WORKER_CPUS)",
+    )
+    parser.add_argument(
+        "--dev",
+        action="store_true",
+        help="development mode: this checkout's trainer/ mounted read-only over the image's, so that an "
+        f"edit of the launcher, verifier or built-in trainer runs with no image build ({devmode.DEV_FILE}; "
+        "the image is built only when its dependencies change; default: off, the image's code)",
     )
     parser.add_argument(
         "--project",
@@ -292,6 +301,8 @@ class Plan:
     project: Project | None = None
     # --slow: each slowed worker's CPU limit, by name.
     slowed: dict[str, float] = field(default_factory=dict)
+    # --dev: this checkout's trainer/ mounted over the image's.
+    dev: bool = False
 
     @property
     def names(self) -> list[str]:
@@ -349,6 +360,8 @@ class Plan:
             files.append(RECOVERY_FILE)
         if self.profile:
             files.append(NETWORK_FILE)
+        if self.dev:
+            files.append(devmode.DEV_FILE)
         if self.slowed:
             # Last, so that its limits win over every file before it.
             files.append(slowdown.SLOW_FILE)
@@ -360,6 +373,7 @@ class Plan:
             WORKERS_FILE: self.override(),
             ENV_FILE: training_project.env_file_text(self.project.variables) if self.project else None,
             slowdown.SLOW_FILE: slowdown.render(self.slowed) if self.slowed else None,
+            devmode.DEV_FILE: devmode.render(devmode.services(self.names, self.recover), ROOT) if self.dev else None,
         }
 
     def environment(self, baked_image: str | None = None) -> dict[str, str]:
@@ -422,7 +436,7 @@ def make_plan(arguments: argparse.Namespace, environ, fail: Callable[[str], NoRe
         project = make_project(arguments, environ)
     except Refusal as refusal:
         fail(str(refusal))
-    return Plan(arguments.workers, arguments.recover, arguments.network, trainer_script, project, slowed)
+    return Plan(arguments.workers, arguments.recover, arguments.network, trainer_script, project, slowed, arguments.dev)
 
 
 # The options that shape your project, which mean nothing without one.
@@ -677,7 +691,7 @@ def describe(plan: Plan, environ) -> str:
     environment = plan.environment(UNKNOWN_BAKED_TAG if plan.bakes and plan.project.tag is None else None)
     variables = {**dotenv(ROOT / ".env"), **environ, **environment}
     # The files the run would write are not there yet (or are an earlier run's).
-    generated = (WORKERS_FILE, slowdown.SLOW_FILE)
+    generated = (WORKERS_FILE, slowdown.SLOW_FILE, devmode.DEV_FILE)
     texts = {name: (ROOT / name).read_text(encoding="utf-8") for name in plan.files if name not in generated}
     override = plan.override()
     if override is not None:
@@ -699,7 +713,7 @@ def describe(plan: Plan, environ) -> str:
         f"{wheelhouses}, then",
         f"               a build of {image} (worker-0)"
         + (f" and {shaper_image} (shaper-0)" if plan.profile else "")
-        + ", unless current",
+        + (", unless current (--dev: its code aside)" if plan.dev else ", unless current"),
     ]
     rendering = shlex.join(["scripts/workers.py", str(plan.worker_count), *plan.workers_options()])
     if plan.renders_workers:
@@ -711,6 +725,9 @@ def describe(plan: Plan, environ) -> str:
         lines += describe_project(plan, environ, image)
     else:
         lines.append("trainer        the built-in one, python -m trainer.training")
+    if plan.dev:
+        mounted = ", ".join(devmode.services(plan.names, plan.recover))
+        lines.append(f"code           this checkout's trainer/, read-only at {devmode.TARGET} on {mounted} (--dev)")
     if plan.profile:
         shapers = ", ".join(f"shaper-{index}" for index in range(plan.worker_count))
         lines.append(f"network        profile {plan.profile}, applied and measured by {shapers}")
@@ -826,8 +843,9 @@ def describe_bake(project: Project, base: str) -> list[str]:
 
 
 def setup_options(plan: Plan) -> list[str]:
-    """scripts/setup builds the network shaper's image only for a run with a network profile."""
-    return ["--shaper"] if plan.profile else []
+    """scripts/setup builds the network shaper's image only for a run with a network profile, and
+    in development mode does not rebuild the trainer image for its code alone."""
+    return [*(["--shaper"] if plan.profile else []), *(["--dev"] if plan.dev else [])]
 
 
 def arguments_of(plan: Plan) -> list[str]:
@@ -840,6 +858,8 @@ def arguments_of(plan: Plan) -> list[str]:
     if plan.profile:
         arguments += ["--network", plan.profile]
     arguments += slowdown.arguments(plan.slowed)
+    if plan.dev:
+        arguments.append("--dev")
     if plan.project:
         arguments += plan.project.arguments
     return [*arguments, "--dry-run"]

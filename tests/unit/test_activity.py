@@ -18,8 +18,9 @@ WAITER = (
     "from trainer.contract import stacks\n"
     "assert stacks.install()\n"
     "def wait_for_a_peer():\n"
+    # Ready only once inside: asked as soon as it says so, it is in this function whatever the timing.
+    "    print('ready', flush=True)\n"
     "    time.sleep(60)\n"
-    "print('ready', flush=True)\n"
     "wait_for_a_peer()\n"
 )
 
@@ -94,7 +95,7 @@ def test_the_stack_is_asked_only_of_the_processes_that_catch_the_signal(group):
     header = shell.stdout.readline()
     assert header.startswith("Current thread 0x") or header.startswith("Thread 0x"), header
     frames = [shell.stdout.readline() for _ in range(2)]
-    assert "line 5 in wait_for_a_peer" in frames[0]
+    assert " in wait_for_a_peer" in frames[0]
     assert shell.poll() is None  # Nothing was stopped.
 
 

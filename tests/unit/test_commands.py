@@ -18,6 +18,7 @@ import commands_doc  # scripts/commands_doc.py: pytest puts scripts/ on the path
 import pytest
 import run  # scripts/run.py, the same way.
 import workers  # scripts/workers.py, the same way.
+import yaml
 
 from tests.conftest import ROOT
 from trainer.contract.exitcodes import ExitCode
@@ -374,6 +375,42 @@ def test_the_slowed_limits_are_one_override_named_last(recorded, tmp_path):
         "# Written by `scripts/run --slow worker-1=0.25,worker-0=1.5`: each named worker's CPU limit. Do not edit.\n"
         "services:\n  worker-1:\n    cpus: 0.25\n  worker-0:\n    cpus: 1.5\n"
     )
+
+
+def test_the_dry_run_of_the_development_mode_names_the_mount_and_the_set_up(sandbox):
+    result = sandbox.run("scripts/run", "--workers", "3", "--recover", "--dev", "--dry-run")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text.startswith("scripts/run --workers 3 --recover --dev --dry-run: what it would do")
+    assert (
+        "compose files  compose.yaml:compose.workers.yaml:compose.recovery.yaml:.tfcluster/compose.dev.yaml"
+    ) in text
+    assert (
+        "code           this checkout's trainer/, read-only at /app/trainer on worker-0, worker-1, worker-2, "
+        "verifier, keeper (--dev)\n"
+    ) in text
+    assert "unless current (--dev: its code aside)\n" in text
+    assert "  write .tfcluster/compose.dev.yaml\n  scripts/setup --dev\n" in text
+    sandbox.assert_untouched()
+
+
+def test_the_development_mode_mounts_this_checkouts_code_on_every_service_of_the_harness(recorded, tmp_path):
+    status, recorder = recorded(["--dev", "--slow", "worker-1=0.5"])
+    assert status == 0
+    assert recorder.commands[0][0] == (str(tmp_path / "scripts" / "setup"), "--dev")
+    assert recorder.commands[2][1]["env"]["COMPOSE_FILE"] == (
+        "compose.yaml:.tfcluster/compose.dev.yaml:.tfcluster/compose.slow.yaml"
+    )
+    written = yaml.safe_load((tmp_path / ".tfcluster/compose.dev.yaml").read_text())
+    mount = {"type": "bind", "source": str(tmp_path / "trainer"), "target": "/app/trainer", "read_only": True}
+    assert written == {"services": {name: {"volumes": [mount]} for name in ("worker-0", "worker-1", "verifier")}}
+
+
+def test_without_the_development_mode_nothing_is_mounted_over_the_code(recorded):
+    status, recorder = recorded([])
+    assert status == 0
+    assert recorder.commands[0][0][1:] == ()
+    assert run.devmode.DEV_FILE not in recorder.commands[2][1]["env"]["COMPOSE_FILE"]
 
 
 def test_a_slowed_worker_beyond_the_machines_cores_is_refused_before_anything_starts(sandbox):
