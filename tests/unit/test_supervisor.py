@@ -68,7 +68,10 @@ def test_differing_training_settings_stop_both_workers_before_training(cluster, 
 
 
 def test_a_peer_with_another_cluster_list_is_named(cluster):
-    other = f"127.0.0.1:{cluster.ports[0]},127.0.0.1:{cluster.ports[1]},127.0.0.1:{free_port()}"
+    third = free_port()
+    while third in cluster.ports:  # A port of the cluster's not yet bound may be handed out again.
+        third = free_port()
+    other = f"127.0.0.1:{cluster.ports[0]},127.0.0.1:{cluster.ports[1]},127.0.0.1:{third}"
     workers = [cluster(0), cluster(1, TF_WORKER_HOSTS=other)]
     code, output, _ = finish(workers[0])
     assert code == ExitCode.CONFIG_ERROR
@@ -304,6 +307,9 @@ class StandInWatch:
     def stop(self) -> None:
         self.stopped = True
 
+    def ask_every(self, interval: float) -> None:
+        self.interval = interval
+
 
 class StandInServer:
     def __init__(self):
@@ -474,6 +480,31 @@ def test_a_watch_asks_no_more_once_a_peer_has_said_how_it_ended():
     time.sleep(0.3)  # Six more questions' time, had it gone on asking the closed port.
     assert watch.latest == Observation(watch.latest.fingerprint, "exited 0", None, 0)
     watch.stop()
+
+
+def test_a_watch_told_to_ask_more_often_asks_at_once_and_a_closed_server_ends_at_once():
+    port = free_port()
+    server = Server(Fingerprint(workers=WORKERS, index=1, settings={}), port)
+    server.set_state("running")
+    watch = PeerWatch(position=1, address="127.0.0.1:1", port=port, me=0, timeout=1.0, interval=30.0)
+    try:
+        deadline = time.monotonic() + 5
+        while watch.latest is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert watch.latest.state == "running"
+        server.set_state("exited 0")
+        started = time.monotonic()
+        watch.ask_every(0.2)  # Asleep for 30 s under the old interval: woken, not left to it.
+        while watch.latest.state != "exited 0" and time.monotonic() < started + 5:
+            time.sleep(0.01)
+        assert watch.latest.state == "exited 0"
+        assert time.monotonic() - started < 1.0
+    finally:
+        watch.stop()
+        started = time.monotonic()
+        server.close()
+        # The serving loop is looked at often (socketserver's default would take up to 0.5 s).
+        assert time.monotonic() - started < 0.3
 
 
 @pytest.mark.parametrize(("recorded", "lost"), [(0, None), (None, "resolvable, not listening yet"), (3, "exited 3")])

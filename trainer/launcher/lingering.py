@@ -32,7 +32,7 @@ def linger(*, server: Server, watches: list[PeerWatch], stop: StopRequest, timeo
     """
     deadline = time.monotonic() + (LINGER if timeout is None else timeout)
     for watch in watches:
-        watch.interval = POLL_INTERVAL
+        watch.ask_every(POLL_INTERVAL)
     while not stop.requested:
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -48,6 +48,8 @@ class PeerWatch:
         self._timeout = timeout
         self._latest: Observation | None = None
         self._stopped = threading.Event()
+        # Set to cut the wait before the next question short (a stop, or a new interval).
+        self._nudged = threading.Event()
         threading.Thread(target=self._poll, daemon=True, name=f"watch {address}").start()
 
     @property
@@ -56,6 +58,13 @@ class PeerWatch:
 
     def stop(self) -> None:
         self._stopped.set()
+        self._nudged.set()
+
+    def ask_every(self, interval: float) -> None:
+        """From now on asks every `interval` seconds, starting at once: a wait under the old
+        interval (a heartbeat's second) would otherwise delay the first answer that matters."""
+        self.interval = interval
+        self._nudged.set()
 
     def _poll(self) -> None:
         misses = 0
@@ -81,7 +90,8 @@ class PeerWatch:
                     misses,
                     previous.health if previous else {},
                 )
-            self._stopped.wait(max(0.0, self.interval - (time.monotonic() - started)))
+            self._nudged.wait(max(0.0, self.interval - (time.monotonic() - started)))
+            self._nudged.clear()
 
 
 # The exit code a peer's launcher recorded (by the peer's address), when there is a record to read.

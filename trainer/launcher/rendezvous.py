@@ -23,6 +23,9 @@ from trainer.contract.cluster import Cluster, host_of
 from trainer.contract.settings import ENV_NAMES, TrainingSettings
 from trainer.launcher.digests import Digest
 
+# Seconds between the serving loop's looks at whether it is to stop (see Server.__init__).
+SHUTDOWN_POLL = 0.05
+
 
 @dataclasses.dataclass(frozen=True)
 class Fingerprint:
@@ -266,7 +269,9 @@ class Server:
         self._server = http.server.ThreadingHTTPServer(("", port), Handler)
         # Handler threads are joined on close, so no answer is cut off when the launcher exits.
         self._server.daemon_threads = False
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # Polled often: closing waits for the serving loop's next look, and the launcher's exit
+        # for the close (socketserver's default, half a second, was most of a worker's ending).
+        threading.Thread(target=self._server.serve_forever, args=(SHUTDOWN_POLL,), daemon=True).start()
 
     def serve_health(self, health: Callable[[], dict]) -> None:
         self._health = health
