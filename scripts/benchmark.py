@@ -538,13 +538,13 @@ def chart(result: dict, path: Path) -> None:
 
     samples = result["samples"]
     cases = (
-        ("tutorial\nbare", "tutorial_seconds"),
-        ("scripts/run", "scripts_run_seconds"),
+        ("tutorial,\nbare", "tutorial_seconds"),
+        ("scripts/\nrun", "scripts_run_seconds"),
         ("Compose\nround trip", "compose_round_trip_seconds"),
         ("edit,\n--dev", "dev_edit_to_verdict_seconds"),
         ("edit,\nrebuild", "edit_to_verdict_seconds"),
     )
-    figure, (times, milestones, scaling, allreduce) = pyplot.subplots(1, 4, figsize=(19, 4.8))
+    figure, ((times, milestones), (scaling, allreduce)) = pyplot.subplots(2, 2, figsize=(14, 9))
     times.boxplot([samples[key] for _, key in cases], tick_labels=[label for label, _ in cases])
     times.set_ylabel("seconds")
     times.set_title("time to verdict and edit loop")
@@ -645,7 +645,7 @@ writes:
   docs/network-benchmark.md                                     (with --network)
 
 examples:
-  scripts/benchmark                          # every case, 5 runs each (about 15 minutes)
+  scripts/benchmark                          # every case, 5 runs each (about 10 minutes)
   scripts/benchmark --runs 9                 # steadier medians, slower
   scripts/benchmark --network --steps 20     # training time under each network profile
 
