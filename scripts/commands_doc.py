@@ -28,6 +28,8 @@ COMMANDS = (
     ("scripts/benchmark", "measure the cluster against bare processes: docs/benchmark.md"),
     ("scripts/workers.py", "render N workers for Compose, Docker Swarm or Kubernetes"),
     ("scripts/verify", "the verifier on the host, for saved logs"),
+    ("scripts/job-image", "build the CI job container image, to run these commands as a CI runner does"),
+    ("scripts/ci-run", "one CI step: scripts/run from TFCLUSTER_* variables, the verdict as JUnit XML"),
 )
 # The width the help is rendered at, for the commands whose argparse would otherwise follow the
 # terminal's (the host commands' own parsers are laid out at this width whatever it is).

@@ -33,6 +33,8 @@ from pathlib import Path
 from typing import NoReturn
 
 import devmode  # scripts/devmode.py: Python puts this file's folder on the path.
+import hostpaths  # scripts/hostpaths.py, the same way.
+import junit_report  # scripts/junit_report.py, the same way.
 import slowdown  # scripts/slowdown.py, the same way.
 import training_project  # scripts/training_project.py, the same way.
 import workers  # scripts/workers.py, the same way.
@@ -165,6 +167,7 @@ def parser() -> Parser:
             "--env-file": "a file",
             "--requirements": "a file",
             "--tag": "an image name",
+            "--junit": "a file",
         },
     )
     parser.add_argument(
@@ -259,6 +262,13 @@ def parser() -> Parser:
         "12 hex digits of a digest of the files sent and the base image's id)",
     )
     parser.add_argument(
+        "--junit",
+        metavar="FILE",
+        help="also write the verdict as JUnit XML to FILE, from where you are, whatever the run's end: one "
+        "case per worker and one for their agreement, from their logs and exit codes; a run that ends "
+        "before its workers run, or fails where their logs pass, fails a case of its own (default: none)",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="print what would be done (the Compose files, the project, each worker's settings, what "
@@ -303,6 +313,8 @@ class Plan:
     slowed: dict[str, float] = field(default_factory=dict)
     # --dev: this checkout's trainer/ mounted over the image's.
     dev: bool = False
+    # --junit: where the verdict goes as JUnit XML (absolute: the run works from the project's root).
+    junit: str | None = None
 
     @property
     def names(self) -> list[str]:
@@ -366,6 +378,19 @@ class Plan:
             # Last, so that its limits win over every file before it.
             files.append(slowdown.SLOW_FILE)
         return files
+
+    def bind_sources(self) -> dict[str, str]:
+        """What the workers get bind-mounted from this machine, by the option or variable that names it."""
+        sources = {}
+        if self.trainer_script:
+            sources["TRAINER_SCRIPT"] = self.trainer_script
+        if self.project and not self.bakes:
+            sources["--project"] = self.project.directory
+        if self.project and self.project.data:
+            sources["--data"] = self.project.data
+        if self.dev:
+            sources["--dev"] = str(ROOT / "trainer")
+        return sources
 
     def written(self) -> dict[str, str | None]:
         """The files a run writes before its set-up, by path from the root, and their text."""
@@ -436,7 +461,22 @@ def make_plan(arguments: argparse.Namespace, environ, fail: Callable[[str], NoRe
         project = make_project(arguments, environ)
     except Refusal as refusal:
         fail(str(refusal))
-    return Plan(arguments.workers, arguments.recover, arguments.network, trainer_script, project, slowed, arguments.dev)
+    junit = os.path.abspath(arguments.junit) if arguments.junit else None
+    # Checked now, so that a report that cannot be written costs no run (its folder is made if missing).
+    if junit and os.path.isdir(junit):
+        fail(f"--junit {arguments.junit} is a folder; give a file name, such as verdict.xml")
+    if junit and not writable_folder(os.path.dirname(junit)):
+        fail(f"--junit {arguments.junit}: {os.path.dirname(junit)} cannot be made or written")
+    return Plan(
+        arguments.workers, arguments.recover, arguments.network, trainer_script, project, slowed, arguments.dev, junit
+    )
+
+
+def writable_folder(path: str) -> bool:
+    """Whether `path` is a folder that can be written, or can be made: its nearest existing ancestor can be."""
+    while not os.path.exists(path):
+        path = os.path.dirname(path)
+    return os.path.isdir(path) and os.access(path, os.W_OK)
 
 
 # The options that shape your project, which mean nothing without one.
@@ -537,6 +577,17 @@ def make_project(arguments: argparse.Namespace, environ) -> Project | None:
 
 def execute(plan: Plan) -> int:
     environment = {**os.environ, **plan.environment()}
+    status, ran = run_cluster(plan, environment)
+    if plan.junit:
+        # Whatever the end: a CI report must fail whenever the run does.
+        workers = plan.names if ran else []
+        junit_report.write(Path(plan.junit), status=status, workers=workers, root=ROOT, environment=environment)
+    return status
+
+
+def run_cluster(plan: Plan, environment: dict[str, str]) -> tuple[int, bool]:
+    """Sets up, brings the cluster up, and waits for its verdict: (the exit status, whether the
+    cluster was brought up). `environment` gains the baked image's name, if any."""
     # Before the set-up, as always: a file that cannot be written should cost no set-up. The env
     # file is written even when empty, so that no earlier run's variables are what a worker gets.
     written = {name: text for name, text in plan.written().items() if text is not None}
@@ -550,15 +601,22 @@ def execute(plan: Plan) -> int:
             os.chmod(ROOT / name, 0o600)  # An older file keeps its mode through O_TRUNC.
         except OSError as error:
             print(f"run: cannot write {name}: {error.strerror}", file=sys.stderr)
-            return BAD_ARGUMENTS
+            return BAD_ARGUMENTS, False
     setup = subprocess.run([str(ROOT / SETUP), *setup_options(plan)], cwd=ROOT, env=environment)
     if setup.returncode != 0:
-        return exit_status(setup.returncode)
+        return exit_status(setup.returncode), False
     if plan.bakes:
         baked_image, status = bake(plan.project, environment)
         if baked_image is None:
-            return status
-        environment |= plan.environment(baked_image)
+            return status, False
+        environment.update(plan.environment(baked_image))
+    sources = plan.bind_sources()
+    if sources and hostpaths.in_container(environment):
+        # After the set-up: the check runs the trainer image, which is there only now.
+        image = environment.get("TFCLUSTER_IMAGE", DEFAULT_IMAGE)
+        for what in hostpaths.unseen(sources, image, environment):
+            print(f"run: {hostpaths.refusal(what, sources[what])}", file=sys.stderr)
+            return BAD_ARGUMENTS, False
     quiet = {"cwd": ROOT, "env": environment, "stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     subprocess.run(DOWN, **quiet)
     if plan.bakes:
@@ -567,7 +625,7 @@ def execute(plan: Plan) -> int:
     with interrupts_left_to_compose():
         verdict = subprocess.run(UP, cwd=ROOT, env=environment)
     subprocess.run(STOP, **quiet)
-    return exit_status(verdict.returncode)
+    return exit_status(verdict.returncode), True
 
 
 def base_image(variables: dict[str, str]) -> str:
@@ -741,6 +799,8 @@ def describe(plan: Plan, environ) -> str:
         lines.append("recovery       none: a failure ends the run")
     lines += describe_slowed(plan, interpolate(declared(texts[BASE_FILE], "cpus"), variables))
     lines.append(f"verdict        the verifier's, once it has heard from {', '.join(waited_for)}")
+    if plan.junit:
+        lines.append(f"report         the verdict as JUnit XML in {plan.junit}, whatever the run's end (--junit)")
 
     width = max(len(name) for name in plan.names) + 2
     lines += ["", f"{'workers':<{width + 2}}TF_TASK_INDEX  TF_WORKER_HOSTS"]
@@ -860,6 +920,8 @@ def arguments_of(plan: Plan) -> list[str]:
     arguments += slowdown.arguments(plan.slowed)
     if plan.dev:
         arguments.append("--dev")
+    if plan.junit:
+        arguments += ["--junit", plan.junit]
     if plan.project:
         arguments += plan.project.arguments
     return [*arguments, "--dry-run"]

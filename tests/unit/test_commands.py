@@ -406,6 +406,45 @@ def test_the_development_mode_mounts_this_checkouts_code_on_every_service_of_the
     assert written == {"services": {name: {"volumes": [mount]} for name in ("worker-0", "worker-1", "verifier")}}
 
 
+def test_in_a_container_a_bind_source_the_engine_does_not_see_is_refused_before_anything_starts(
+    recorded, monkeypatch, tmp_path
+):
+    asked = []
+
+    def unseen(sources, image, _environment):
+        asked.append((sources, image))
+        return ["--dev"]
+
+    monkeypatch.setattr(run.hostpaths, "in_container", lambda _environment: True)
+    monkeypatch.setattr(run.hostpaths, "unseen", unseen)
+    status, recorder = recorded(["--dev"])
+    assert status == 2
+    assert asked == [({"--dev": str(tmp_path / "trainer")}, "tfcluster:latest")]
+    # The set-up ran (the check needs its image); nothing of the cluster did.
+    assert [command for command, _ in recorder.commands] == [(str(tmp_path / "scripts" / "setup"), "--dev")]
+
+
+def test_outside_a_container_or_with_nothing_mounted_nothing_is_checked(recorded, monkeypatch):
+    monkeypatch.setattr(run.hostpaths, "unseen", lambda *_: pytest.fail("checked"))
+    assert recorded(["--dev"])[0] == 0
+    monkeypatch.setattr(run.hostpaths, "in_container", lambda _environment: True)
+    assert recorded([])[0] == 0
+
+
+def test_the_bind_sources_of_a_plan_are_what_its_workers_mount(tmp_path):
+    project = run.Project(
+        arguments=(), directory="/p", command=("python", "train.py"), data="/d", variables={},
+        requirements=(), requirements_file=None, image=None,
+    )  # fmt: skip
+    assert run.Plan(2, False, None, None, project, dev=True).bind_sources() == {
+        "--project": "/p",
+        "--data": "/d",
+        "--dev": str(run.ROOT / "trainer"),
+    }
+    assert run.Plan(2, False, None, "/s/train.py").bind_sources() == {"TRAINER_SCRIPT": "/s/train.py"}
+    assert run.Plan(2, False, None, None).bind_sources() == {}
+
+
 def test_without_the_development_mode_nothing_is_mounted_over_the_code(recorded):
     status, recorder = recorded([])
     assert status == 0
@@ -759,6 +798,9 @@ class Recorder:
 
 @pytest.fixture
 def recorded(tmp_path, monkeypatch):
+    # This machine may itself be a container; a test of whether a run checks its mounts sets its own.
+    monkeypatch.setattr(run.hostpaths, "in_container", lambda _environment: False)
+
     def start(argv, codes=None, **variables):
         recorder = Recorder(codes or {})
         monkeypatch.setattr(run, "ROOT", tmp_path)

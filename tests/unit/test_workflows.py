@@ -1,5 +1,6 @@
 """The CI workflows, checked offline by actionlint, and gating on the verdict."""
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -38,20 +39,93 @@ def test_actionlint_rejects_a_broken_workflow(tmp_path):
     assert 'property "runid" is not defined' in result.stdout
 
 
-def test_the_cluster_job_gates_on_the_verdict_publishes_reports_and_always_tears_down():
+def test_the_workflow_runs_the_same_gate_as_ci_run_and_publishes_every_report():
     jobs = yaml.safe_load((ROOT / ".github/workflows/cluster.yml").read_text())["jobs"]
+    runs = {name: [step.get("run", "") for step in job["steps"]] for name, job in jobs.items()}
+    # .ci/run is scripts/test: the linters, then every test under tests/ (unit and container).
+    assert "scripts/test" in (ROOT / ".ci/run").read_text()
+    assert "scripts/lint" in runs["lint-and-unit"]
+    assert any(run.startswith(".venv/bin/pytest tests/unit --junitxml=") for run in runs["lint-and-unit"])
+    assert any(run.startswith("scripts/test tests/container --junitxml=") for run in runs["container-tests"])
+    assert set(path.name for path in (ROOT / "tests").iterdir() if path.is_dir() and path.name != "__pycache__") >= {
+        "unit",
+        "container",
+    }
+    for name, job in jobs.items():
+        uploads = [step for step in job["steps"] if step.get("uses", "").startswith("actions/upload-artifact@")]
+        assert uploads and all(step["if"] == "always()" for step in uploads), name
+
+
+def test_every_cluster_run_gates_on_its_verdict_writes_it_as_junit_and_always_tears_down():
+    jobs = yaml.safe_load((ROOT / ".github/workflows/cluster.yml").read_text())["jobs"]
+    action = next(step for step in jobs["cluster"]["steps"] if step.get("uses") == "./")
+    assert action["with"]["junit"].startswith("reports/")
+    runs = [step.get("run", "") for step in jobs["cluster-in-container"]["steps"]]
+    assert any(run.startswith("scripts/run ") and "--junit reports/" in run for run in runs)
+    assert "/var/run/docker.sock:/var/run/docker.sock" in jobs["cluster-in-container"]["container"]["volumes"]
     for name in ("cluster", "cluster-in-container"):
         steps = jobs[name]["steps"]
         assert jobs[name]["timeout-minutes"] <= 30
         assert steps[-1]["if"] == "always()" and "docker compose down --volumes" in steps[-1]["run"]
-    runs = [step.get("run", "") for step in jobs["cluster"]["steps"]]
-    assert any("--exit-code-from verifier verifier" in run for run in runs)
-    assert any("--junit logs/verdict.xml" in run for run in runs)
-    # The saved-logs verdict gets the workers' exit codes, in the form the verifier reads (NAME CODE lines).
-    assert any("--format '{{.Service}} {{.ExitCode}}' worker-0 worker-1 > logs/exit-codes.txt" in run for run in runs)
-    assert any("--exit-codes-from logs/exit-codes.txt" in run and "--junit" in run for run in runs)
-    uploads = [step for step in jobs["cluster"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact")]
-    assert uploads and all(step["if"] == "always()" for step in uploads)
-    build = next(step for step in jobs["cluster"]["steps"] if step.get("uses", "").startswith("docker/build-push"))
-    assert build["with"]["cache-from"] == "type=gha"
-    assert "/var/run/docker.sock:/var/run/docker.sock" in jobs["cluster-in-container"]["container"]["volumes"]
+
+
+def test_every_action_is_pinned_to_a_full_commit_with_its_tag_beside_it():
+    lines = (ROOT / ".github/workflows/cluster.yml").read_text().splitlines()
+    used = [line.split("uses:", 1)[1].strip() for line in lines if "uses:" in line and "uses: ./" not in line]
+    assert used
+    for reference in used:
+        assert re.fullmatch(r"[\w-]+/[\w-]+@[0-9a-f]{40}  # v\d+\.\d+\.\d+", reference), reference
+
+
+# -- the pieces for users' own pipelines (docs/ci.md, "In your own pipeline") ---------------------
+
+CHECK_JSONSCHEMA = Path(sys.executable).parent / "check-jsonschema"
+PIECES = [("action.yml", "vendor.github-actions"), ("ci/tfcluster.gitlab-ci.yml", "vendor.gitlab-ci")]
+
+
+def check_schema(path, schema, tmp_path) -> subprocess.CompletedProcess:
+    """As scripts/lint checks it: the GitLab template's hidden job as the job `extends:` makes of it
+    (the schema lets a hidden job hold anything)."""
+    checked = tmp_path / f"checked-{Path(path).name}"
+    checked.write_text(re.sub(r"^\.tfcluster:", "tfcluster:", Path(path).read_text(), flags=re.MULTILINE))
+    return subprocess.run(
+        [str(CHECK_JSONSCHEMA), "--builtin-schema", schema, str(checked)], capture_output=True, text=True, timeout=60
+    )
+
+
+@pytest.mark.parametrize(("name", "schema"), PIECES)
+def test_each_piece_passes_its_published_schema(name, schema, tmp_path):
+    result = check_schema(ROOT / name, schema, tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "schema", "old", "new", "said"),
+    [
+        ("action.yml", "vendor.github-actions", "using: composite", "using: compost", "runs"),
+        ("ci/tfcluster.gitlab-ci.yml", "vendor.gitlab-ci", "when: always", "when: sometimes", "when"),
+    ],
+)
+def test_a_broken_copy_of_each_piece_is_rejected(tmp_path, name, schema, old, new, said):
+    text = (ROOT / name).read_text()
+    assert old in text
+    broken = tmp_path / Path(name).name
+    broken.write_text(text.replace(old, new, 1))
+    result = check_schema(broken, schema, tmp_path)
+    assert result.returncode == 1
+    assert "Schema validation errors were encountered" in result.stdout + result.stderr
+    assert said in result.stdout
+
+
+def test_both_pieces_run_the_one_ci_step_with_the_same_inputs():
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    step = action["runs"]["steps"][0]
+    assert action["runs"]["using"] == "composite"
+    assert step["run"] == '"$GITHUB_ACTION_PATH/scripts/ci-run"'
+    template = yaml.safe_load((ROOT / "ci/tfcluster.gitlab-ci.yml").read_text())[".tfcluster"]
+    assert template["script"] == ["/tfcluster/scripts/ci-run"]
+    variables = {name for name in template["variables"] if name.startswith("TFCLUSTER_") and "HARNESS" not in name}
+    assert set(step["env"]) == variables
+    # Each input reaches the step under the variable scripts/ci-run reads.
+    assert step["env"] == {f"TFCLUSTER_{name.upper()}": f"${{{{ inputs.{name} }}}}" for name in action["inputs"]}
+    assert template["artifacts"]["when"] == "always" and template["artifacts"]["reports"]["junit"] == "$TFCLUSTER_JUNIT"
