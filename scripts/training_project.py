@@ -388,7 +388,8 @@ PROVIDED = {
 
 def image_version(distribution: str) -> str:
     for line in IMAGE_PINS.read_text(encoding="utf-8").splitlines():
-        name, _, version = line.split("#", 1)[0].strip().partition("==")
+        # A pin's line ends in a continuation (`\`): its hash follows on the next line.
+        name, _, version = line.split("#", 1)[0].strip().removesuffix("\\").strip().partition("==")
         if canonical(name) == distribution:
             return version
     raise Refusal(f"{IMAGE_PINS} pins no {distribution}")

@@ -1,5 +1,6 @@
 """scripts/setup builds an image only when it is not current: missing, or built from other inputs."""
 
+import hashlib
 import os
 import subprocess
 
@@ -22,9 +23,9 @@ def setup(image: str) -> subprocess.CompletedProcess:
     )
 
 
-def label(image: str) -> str:
+def label(image: str, name: str = "tfcluster.inputs") -> str:
     inspected = subprocess.run(
-        ["docker", "image", "inspect", "--format", '{{index .Config.Labels "tfcluster.inputs"}}', image],
+        ["docker", "image", "inspect", "--format", f'{{{{index .Config.Labels "{name}"}}}}', image],
         capture_output=True,
         text=True,
         check=True,
@@ -63,3 +64,12 @@ def test_an_image_is_built_when_missing_or_stale_and_left_alone_when_current(ima
     assert rebuilt.returncode == 0, rebuilt.stderr
     assert "setup | building the trainer image" in rebuilt.stderr
     assert label(image) == current
+
+
+def test_a_built_image_records_its_commit_and_its_requirements(image):
+    built = setup(image)
+    assert built.returncode == 0, built.stderr
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert label(image, "org.opencontainers.image.revision") in (head.stdout.strip(), head.stdout.strip() + "-dirty")
+    requirements = (ROOT / "docker" / "requirements.txt").read_text() + "\n"  # Then EXTRA_REQUIREMENTS: none.
+    assert label(image, "tfcluster.requirements") == hashlib.sha256(requirements.encode()).hexdigest()
