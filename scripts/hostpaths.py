@@ -41,13 +41,20 @@ def unseen(sources: dict[str, str], image: str, environment: dict[str, str]) -> 
         # --mount, not -v: a source missing on the host is an error, not an empty folder made there.
         check = [
             "docker", "run", "--rm", "--network", "none", "--entrypoint", "test",
-            "--mount", f"type=bind,source={path},target=/probe,readonly",
+            "--mount", f"type=bind,{csv_field(f'source={path}')},target=/probe,readonly",
             image, "-e", probe,
         ]  # fmt: skip
         seen = subprocess.run(check, env=environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         if seen.returncode != 0:
             missing.append(what)
     return missing
+
+
+def csv_field(field: str) -> str:
+    """One field of --mount's value, which Docker reads as CSV: quoted if a comma or quote is in it."""
+    if "," not in field and '"' not in field:
+        return field
+    return '"' + field.replace('"', '""') + '"'
 
 
 def refusal(what: str, source: str) -> str:

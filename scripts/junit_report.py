@@ -1,12 +1,12 @@
 """scripts/run --junit FILE: the run's verdict as JUnit XML, for a CI system's test report.
 
-Written after every run, whatever its end, so that a CI job's report fails whenever its gate
-does. The verdict is the verifier's own, from what the run left: each worker's log and exit code
+Written after every run once its arguments are accepted, whatever its end (a failed set-up, a
+refusal, Ctrl-C or a CI job's SIGTERM), so that a CI job's report fails whenever its gate does.
+The verdict is the verifier's own, from what the run left: each worker's log and exit code
 (`docker compose logs`, `docker compose ps`), judged in the verifier's saved-logs mode, which
 fails a worker that exited non-zero as the live verdict does (trainer/verifier/given_exits.py).
-Where the run ended before its workers did anything (a bad argument, a failed set-up), or the
-saved logs pass where the live verdict did not, the report says so in a failing case of its own.
-Host only, standard library only.
+Where the run ended before its workers did anything, or the saved logs pass where the live
+verdict did not, the report says so in a failing case of its own. Host only, standard library only.
 """
 
 import os
@@ -20,13 +20,24 @@ SUITE = "tfcluster.verify"
 
 
 def write(path: Path, *, status: int, workers: list[str], root: Path, environment: dict[str, str]) -> None:
-    """Writes the report for a run that ended with `status`, its cluster having `workers`."""
+    """Writes the report for a run that ended with `status`, its cluster having `workers` (none if
+    it ended before the cluster came up)."""
+    try:
+        report = _report(status, workers, root, environment)
+    except Exception as error:  # The report must be written all the same: a CI job reads it.
+        report = _suite([("scripts/run", f"the run ended with exit status {status}; its report failed: {error}")])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(ElementTree.tostring(report, encoding="unicode", xml_declaration=True), encoding="utf-8")
+
+
+def _report(status: int, workers: list[str], root: Path, environment: dict[str, str]) -> ElementTree.Element:
     with tempfile.TemporaryDirectory(prefix="tfcluster-junit-") as directory:
         # No workers: the run ended before its cluster came up, and what Compose holds is an earlier run's.
         logs = _saved_logs(Path(directory), workers, root, environment) if workers else []
         report = _judged(logs, Path(directory), root, environment) if logs else None
     if report is None:
-        report = _suite([("scripts/run", f"the run ended with exit status {status} before its workers had run")])
+        why = "left no worker's log to judge" if workers else "before its workers had run"
+        report = _suite([("scripts/run", f"the run ended with exit status {status} {why}")])
     elif status != 0 and int(report.get("failures", "0")) == 0:
         # The live verdict failed where the saved logs pass (a verifier stopped, say): the gate wins.
         case = ElementTree.SubElement(report, "testcase", classname="tfcluster.cluster", name="scripts/run")
@@ -34,8 +45,7 @@ def write(path: Path, *, status: int, workers: list[str], root: Path, environmen
         ElementTree.SubElement(case, "failure", message=message).text = message
         report.set("tests", str(int(report.get("tests", "0")) + 1))
         report.set("failures", "1")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(ElementTree.tostring(report, encoding="unicode", xml_declaration=True), encoding="utf-8")
+    return report
 
 
 def _saved_logs(directory: Path, workers: list[str], root: Path, environment: dict[str, str]) -> list[Path]:
@@ -75,5 +85,10 @@ def _suite(failures: list[tuple[str, str]]) -> ElementTree.Element:
 
 def _compose(arguments: list[str], root: Path, environment: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["docker", "compose", *arguments], cwd=root, env={**os.environ, **environment}, capture_output=True, text=True
+        ["docker", "compose", *arguments],
+        cwd=root,
+        env={**os.environ, **environment},
+        capture_output=True,
+        text=True,
+        errors="replace",  # A program's log may hold bytes that are not UTF-8.
     )

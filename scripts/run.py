@@ -577,12 +577,29 @@ def make_project(arguments: argparse.Namespace, environ) -> Project | None:
 
 def execute(plan: Plan) -> int:
     environment = {**os.environ, **plan.environment()}
-    status, ran = run_cluster(plan, environment)
-    if plan.junit:
-        # Whatever the end: a CI report must fail whenever the run does.
+    if not plan.junit:
+        return run_cluster(plan, environment)[0]
+    # Whatever the end, a CI report must fail whenever the run does: a cancelled CI job's SIGTERM
+    # ends the run as Ctrl-C does, and the report is written on the way out.
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    status, ran = 1, False
+    try:
+        status, ran = run_cluster(plan, environment)
+    except KeyboardInterrupt:
+        status = 128 + signal.SIGINT
+        raise
+    except SystemExit as exit:
+        status = exit.code if isinstance(exit.code, int) else 1
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
         workers = plan.names if ran else []
         junit_report.write(Path(plan.junit), status=status, workers=workers, root=ROOT, environment=environment)
     return status
+
+
+def _terminated(_signum, _frame) -> NoReturn:
+    raise SystemExit(128 + signal.SIGTERM)
 
 
 def run_cluster(plan: Plan, environment: dict[str, str]) -> tuple[int, bool]:

@@ -6,6 +6,7 @@ The containers it starts are the host's siblings: a bind mount's source is resol
 host, which is why the checkout must be at the same path (docs/ci.md, "The container job").
 """
 
+import os
 import re
 import shutil
 import subprocess
@@ -41,6 +42,10 @@ def in_job(job_image, scripts_run):
         names.append(name)
         variables = {"COMPOSE_PROJECT_NAME": project.name, **(environment or {})}
         docker_run = ["docker", "run", "--rm", "--name", name, "-v", "/var/run/docker.sock:/var/run/docker.sock"]
+        # As the user who runs the tests, as a runner's job does its own: what the job writes in the
+        # checkout must stay the host's user's to overwrite (a CI runner's user is not root).
+        docker_run += ["--user", f"{os.getuid()}:{os.getgid()}", "-e", "HOME=/tmp"]
+        docker_run += ["--group-add", str(os.stat("/var/run/docker.sock").st_gid)]
         docker_run += ["-v", f"{ROOT}:{at}", "-w", at]
         for key, value in variables.items():
             docker_run += ["-e", f"{key}={value}"]

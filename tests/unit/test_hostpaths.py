@@ -39,3 +39,8 @@ def test_the_refusal_names_the_source_and_the_way_out():
     assert line.startswith("--project /w/model: the Docker engine does not see it at that path")
     assert "mount the checkout at the same path in the job container, or use --bake" in line
     assert "--bake" not in hostpaths.refusal("--data", "/w/data")
+
+
+def test_a_source_with_a_comma_is_one_field_of_the_mount():
+    assert hostpaths.csv_field("source=/w/model") == "source=/w/model"
+    assert hostpaths.csv_field('source=/w/a,"b"') == '"source=/w/a,""b"""'

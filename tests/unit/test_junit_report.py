@@ -67,3 +67,26 @@ def test_a_run_that_ended_before_its_workers_fails_without_asking_compose(compos
     suite = report(tmp_path, 2, workers=[])
     assert failures(suite) == {"scripts/run": "the run ended with exit status 2 before its workers had run"}
     assert asked == []  # An earlier run's containers are not this run's verdict.
+
+
+def test_a_report_that_cannot_be_judged_is_written_failing_all_the_same(monkeypatch, tmp_path):
+    def broken(*_arguments):
+        raise OSError("docker: not found")
+
+    monkeypatch.setattr(junit_report, "_report", broken)
+    suite = report(tmp_path, 0)
+    assert failures(suite) == {"scripts/run": "the run ended with exit status 0; its report failed: docker: not found"}
+
+
+def test_an_interrupted_run_still_writes_its_report(monkeypatch, tmp_path):
+    import run  # scripts/run.py
+
+    def interrupted(_plan, _environment):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run, "run_cluster", interrupted)
+    path = tmp_path / "verdict.xml"
+    with pytest.raises(KeyboardInterrupt):
+        run.main(["--junit", str(path)])
+    suite = ElementTree.fromstring(path.read_text())
+    assert failures(suite) == {"scripts/run": "the run ended with exit status 130 before its workers had run"}

@@ -124,8 +124,9 @@ def test_both_pieces_run_the_one_ci_step_with_the_same_inputs():
     assert step["run"] == '"$GITHUB_ACTION_PATH/scripts/ci-run"'
     template = yaml.safe_load((ROOT / "ci/tfcluster.gitlab-ci.yml").read_text())[".tfcluster"]
     assert template["script"] == ["/tfcluster/scripts/ci-run"]
-    variables = {name for name in template["variables"] if name.startswith("TFCLUSTER_") and "HARNESS" not in name}
+    variables = {name for name in template["variables"] if name.startswith("TFCLUSTER_CI_")}
     assert set(step["env"]) == variables
     # Each input reaches the step under the variable scripts/ci-run reads.
-    assert step["env"] == {f"TFCLUSTER_{name.upper()}": f"${{{{ inputs.{name} }}}}" for name in action["inputs"]}
-    assert template["artifacts"]["when"] == "always" and template["artifacts"]["reports"]["junit"] == "$TFCLUSTER_JUNIT"
+    assert step["env"] == {f"TFCLUSTER_CI_{name.upper()}": f"${{{{ inputs.{name} }}}}" for name in action["inputs"]}
+    assert template["artifacts"]["when"] == "always"
+    assert template["artifacts"]["reports"]["junit"] == "$TFCLUSTER_CI_JUNIT"
