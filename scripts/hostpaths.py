@@ -37,7 +37,10 @@ def unseen(sources: dict[str, str], image: str, environment: dict[str, str]) -> 
     missing = []
     for what, source in sources.items():
         path = Path(source)
-        probe = "/probe" if path.is_file() or not any(path.iterdir()) else f"/probe/{next(path.iterdir()).name}"
+        probe = "/probe"
+        if path.is_dir():  # The same folder if the engine sees its first entry there too.
+            entry = next(path.iterdir(), None)
+            probe = f"/probe/{entry.name}" if entry else probe
         # --mount, not -v: a source missing on the host is an error, not an empty folder made there.
         check = [
             "docker", "run", "--rm", "--network", "none", "--entrypoint", "test",
