@@ -14,6 +14,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import socket
 import statistics
 import subprocess
@@ -78,24 +79,11 @@ def time_tutorial() -> float:
     python3 multiworker_train.py`, with the pinned TensorFlow of the image; the time is until both
     have exited, each having printed the seed's figures.
     """
-    ports = [_free_port(), _free_port()]
-    cluster = [f"127.0.0.1:{port}" for port in ports]
     started = time.monotonic()
-    processes = [
-        subprocess.Popen(
-            [sys.executable, TUTORIAL.name],
-            cwd=TUTORIAL.parent,
-            env={**os.environ, "TF_CONFIG": _tf_config(cluster, index)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-        )
-        for index in range(2)
-    ]
-    outputs = [process.communicate(timeout=300)[0] for process in processes]
+    outputs = bare_processes([sys.executable, TUTORIAL.name], cwd=TUTORIAL.parent)
     elapsed = time.monotonic() - started
-    if any(process.returncode != 0 for process in processes) or not all(SEED_FIGURES in out for out in outputs):
-        raise RuntimeError(f"the tutorial's bare processes failed or gave other figures: {outputs}")
+    if not all(SEED_FIGURES in output for output in outputs):
+        raise RuntimeError(f"the tutorial's bare processes gave other figures: {outputs}")
     return elapsed
 
 
@@ -176,26 +164,25 @@ def compose_run(workers: int = 2, override_text: str = "") -> tuple[float, list[
     return elapsed, [(float(used), float(cpu)) for used, cpu in _USED.findall(logs)]
 
 
-def bare_processes(module: str) -> list[str]:
-    """Two `python -m MODULE` processes on 127.0.0.1 ports, as the tutorial launches; their outputs."""
-    ports = [_free_port(), _free_port()]
-    cluster = [f"127.0.0.1:{port}" for port in ports]
-    processes = []
-    for index in range(2):
-        environment = {**os.environ, "TF_CONFIG": _tf_config(cluster, index), "PYTHONPATH": str(ROOT)}
-        processes.append(
-            subprocess.Popen(
-                [sys.executable, "-m", module],
-                cwd=ROOT,
-                env=environment,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
+def bare_processes(command: list[str], cwd: Path = ROOT) -> list[str]:
+    """Two processes of `command` with TF_CONFIG on 127.0.0.1 ports, as the tutorial launches them;
+    their outputs, once both have exited 0."""
+    cluster = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    processes = [
+        subprocess.Popen(
+            command,
+            cwd=cwd,
+            env={**environment, "TF_CONFIG": _tf_config(cluster, index)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
         )
+        for index in range(2)
+    ]
     outputs = [process.communicate(timeout=300)[0] for process in processes]
     if any(process.returncode != 0 for process in processes):
-        raise RuntimeError(f"the bare-process run of {module} failed: {outputs}")
+        raise RuntimeError(f"the bare-process run of {shlex.join(command)} failed: {outputs}")
     return outputs
 
 
@@ -221,7 +208,7 @@ def allreduce_figures(output: str) -> dict[int, float]:
 
 
 def allreduce_bare() -> dict[int, float]:
-    return allreduce_figures(bare_processes("trainer.benchmark.allreduce")[0])
+    return allreduce_figures(bare_processes([sys.executable, "-m", "trainer.benchmark.allreduce"])[0])
 
 
 def allreduce_containers() -> dict[int, float]:

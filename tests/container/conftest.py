@@ -137,31 +137,27 @@ def wait_for_line(container: str, text: str, *, timeout: float = 120, name: str 
     raise AssertionError(f"{name or container} never printed {text!r} within {timeout}s")
 
 
-@pytest.fixture
-def compose_project(docker):
-    """A factory of Compose projects; every one it made is torn down, pass or fail."""
-    projects = []
+def torn_down(kind):
+    """A fixture's factory of `kind` projects, and its teardown: every one made is brought down."""
+    made = []
 
-    def make(*override_files: str, environment: dict[str, str] | None = None) -> ComposeProject:
-        project = ComposeProject(*override_files, environment=environment)
-        projects.append(project)
+    def make(*arguments: str, environment: dict[str, str] | None = None):
+        project = kind(*arguments, environment=environment)
+        made.append(project)
         return project
 
     yield make
-    for project in projects:
+    for project in made:
         project.down()
+
+
+@pytest.fixture
+def compose_project(docker):
+    """A factory of Compose projects (override files as arguments); every one it made is torn down, pass or fail."""
+    yield from torn_down(ComposeProject)
 
 
 @pytest.fixture
 def scripts_run(docker):
     """A factory of `scripts/run` invocations; every project they started is torn down, pass or fail."""
-    runs = []
-
-    def make(*arguments: str, environment: dict[str, str] | None = None) -> ScriptsRun:
-        run = ScriptsRun(*arguments, environment=environment)
-        runs.append(run)
-        return run
-
-    yield make
-    for run in runs:
-        run.down()
+    yield from torn_down(ScriptsRun)

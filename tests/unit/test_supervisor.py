@@ -466,15 +466,25 @@ def test_a_peer_whose_last_answer_was_a_successful_exit_is_finished_though_it_no
     assert (guard.finished, guard.lost, stops, said) == ({1}, {}, [], [])
 
 
-def test_a_watch_asks_no_more_once_a_peer_has_said_how_it_ended():
+def watched_server(state: str, *, interval: float) -> tuple[Server, PeerWatch]:
+    """A peer's rendezvous server in `state`, and this worker's watch of it asking every `interval` seconds."""
     port = free_port()
     server = Server(Fingerprint(workers=WORKERS, index=1, settings={}), port)
-    server.set_state("exited 0")
-    watch = PeerWatch(position=1, address="127.0.0.1:1", port=port, me=0, timeout=1.0, interval=0.05)
+    server.set_state(state)
+    return server, PeerWatch(position=1, address="127.0.0.1:1", port=port, me=0, timeout=1.0, interval=interval)
+
+
+def until(condition, seconds: float = 5) -> None:
+    """Returns once `condition()` holds, or after `seconds` (the caller's assertion says which)."""
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_a_watch_asks_no_more_once_a_peer_has_said_how_it_ended():
+    server, watch = watched_server("exited 0", interval=0.05)
     try:
-        deadline = time.monotonic() + 5
-        while (watch.latest is None or watch.latest.state != "exited 0") and time.monotonic() < deadline:
-            time.sleep(0.05)
+        until(lambda: watch.latest is not None and watch.latest.state == "exited 0")
     finally:
         server.close()
     time.sleep(0.3)  # Six more questions' time, had it gone on asking the closed port.
@@ -483,20 +493,14 @@ def test_a_watch_asks_no_more_once_a_peer_has_said_how_it_ended():
 
 
 def test_a_watch_told_to_ask_more_often_asks_at_once_and_a_closed_server_ends_at_once():
-    port = free_port()
-    server = Server(Fingerprint(workers=WORKERS, index=1, settings={}), port)
-    server.set_state("running")
-    watch = PeerWatch(position=1, address="127.0.0.1:1", port=port, me=0, timeout=1.0, interval=30.0)
+    server, watch = watched_server("running", interval=30.0)
     try:
-        deadline = time.monotonic() + 5
-        while watch.latest is None and time.monotonic() < deadline:
-            time.sleep(0.01)
+        until(lambda: watch.latest is not None)
         assert watch.latest.state == "running"
         server.set_state("exited 0")
         started = time.monotonic()
         watch.ask_every(0.2)  # Asleep for 30 s under the old interval: woken, not left to it.
-        while watch.latest.state != "exited 0" and time.monotonic() < started + 5:
-            time.sleep(0.01)
+        until(lambda: watch.latest.state == "exited 0")
         assert watch.latest.state == "exited 0"
         assert time.monotonic() - started < 1.0
     finally:
