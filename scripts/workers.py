@@ -177,11 +177,16 @@ def swarm_hosts(count: int) -> str:
     return ",".join(f"{SWARM_SERVICE}-{slot}" for slot in range(1, count + 1))
 
 
-def render_swarm(count: int, model: dict, *, image: str | None = None, command: list[str] | None = None) -> str:
+def render_swarm(
+    count: int, model: dict, *, image: str | None = None, command: list[str] | None = None, one_per_node: bool = False
+) -> str:
     """A stack file (JSON, which `docker stack deploy` reads as YAML): N replicas of worker-1.
 
     With `image` (a project baked into an image), the workers and the verifier run it, so that one
     image is all the nodes need; with `command`, the workers run that instead of the image's own.
+    With `one_per_node`, Swarm places at most one worker on a node, and there is no verifier
+    service: its results volume would be each node's own, so the workers' logs are judged instead
+    (scripts/nodes does, docs/nodes.md).
     """
     check_count(count)
     worker, verifier = model["services"][TEMPLATE_SERVICE], model["services"]["verifier"]
@@ -207,6 +212,10 @@ def render_swarm(count: int, model: dict, *, image: str | None = None, command: 
                 "volumes": [*worker["volumes"], {"type": "tmpfs", "target": "/tmp"}],
                 "deploy": {
                     "replicas": count,
+                    # The workers find each other by their names' addresses: a virtual IP in
+                    # front of each (Swarm's default) resolved, but did not connect across nodes.
+                    "endpoint_mode": "dnsrr",
+                    **({"placement": {"max_replicas_per_node": 1}} if one_per_node else {}),
                     **once,
                     "resources": {
                         "limits": {
@@ -217,23 +226,25 @@ def render_swarm(count: int, model: dict, *, image: str | None = None, command: 
                     },
                 },
             },
-            "verifier": {
-                "image": image or verifier["image"],
-                **verifier_directory,
-                "entrypoint": verifier["entrypoint"],
-                "command": verifier["command"],
-                "environment": {**verifier["environment"], "TF_WORKER_HOSTS": swarm_hosts(count)},
-                "read_only": verifier["read_only"],
-                "cap_drop": verifier["cap_drop"],
-                "volumes": verifier["volumes"],
-                # Swarm has no `network_mode: none`; the internal network is the closest.
-                "networks": ["cluster"],
-                "deploy": {"replicas": 1, **once},
-            },
         },
-        "networks": {"cluster": {"driver": "overlay", "internal": True}},
+        # Attachable: a container of your own can join it on any node, to look around.
+        "networks": {"cluster": {"driver": "overlay", "internal": True, "attachable": True}},
         "volumes": {name: {"driver_opts": volume["driver_opts"]} for name, volume in model["volumes"].items()},
     }
+    if not one_per_node:
+        stack["services"]["verifier"] = {
+            "image": image or verifier["image"],
+            **verifier_directory,
+            "entrypoint": verifier["entrypoint"],
+            "command": verifier["command"],
+            "environment": {**verifier["environment"], "TF_WORKER_HOSTS": swarm_hosts(count)},
+            "read_only": verifier["read_only"],
+            "cap_drop": verifier["cap_drop"],
+            "volumes": verifier["volumes"],
+            # Swarm has no `network_mode: none`; the internal network is the closest.
+            "networks": ["cluster"],
+            "deploy": {"replicas": 1, **once},
+        }
     return json.dumps(stack, indent=2) + "\n"
 
 
@@ -343,6 +354,7 @@ examples:
   scripts/workers.py 4 --output compose.workers.yaml                 # a Compose override
   docker compose -f compose.yaml -f compose.workers.yaml up --exit-code-from verifier verifier
   scripts/workers.py 3 --target swarm > stack.yaml                   # a stack: one service, 3 replicas
+  scripts/workers.py 3 --target swarm --one-per-node > stack.yaml    # one worker per node, no verifier
   scripts/workers.py 4 --target kubernetes > tfcluster.yaml          # headless Service + Indexed Job
   scripts/workers.py 3 --project --data -o compose.workers.yaml      # your project and data on each
   scripts/workers.py 3 --target swarm --image tfcluster-baked:0123456789ab \\
@@ -419,6 +431,12 @@ def parser() -> Parser:
         help="swarm and kubernetes only: what every worker's launcher runs, split as a shell would "
         "(default: the image's own: python train.py in /project for a baked project)",
     )
+    parser.add_argument(
+        "--one-per-node",
+        action="store_true",
+        help="swarm only: at most one worker on a node, and no verifier service, whose results volume "
+        "would be each node's own: judge the workers' logs, as scripts/nodes run does (default: off)",
+    )
     parser.add_argument("--output", "-o", metavar="FILE", help="write to this file (default: standard output)")
     return parser
 
@@ -446,6 +464,9 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    if arguments.one_per_node and arguments.target != "swarm":
+        print("workers.py: --one-per-node is for the swarm target only", file=sys.stderr)
+        return 2
     if arguments.own_trainer and arguments.project:
         print("workers.py: --own-trainer and --project do not go together", file=sys.stderr)
         return 2
@@ -472,7 +493,13 @@ def main(argv: list[str]) -> int:
         )
     elif arguments.target == "swarm":
         # Uninterpolated: `docker stack deploy` fills in ${TRAIN_EPOCHS:-3} and the rest itself.
-        text = render_swarm(count, compose_model(interpolate=False), image=arguments.image, command=command)
+        text = render_swarm(
+            count,
+            compose_model(interpolate=False),
+            image=arguments.image,
+            command=command,
+            one_per_node=arguments.one_per_node,
+        )
     else:
         text = render_kubernetes(count, compose_model(interpolate=True), image=arguments.image, command=command)
     if arguments.output:

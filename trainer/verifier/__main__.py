@@ -26,6 +26,7 @@ examples:
   scripts/verify --exit-codes worker-0=0,worker-1=1 logs/*.log   # with the workers' exit codes
   docker compose ps -a --format '{{.Service}} {{.ExitCode}}' worker-0 worker-1 > codes.txt
   scripts/verify --exit-codes-from codes.txt logs/*.log          # the same, as CI writes them
+  scripts/verify --lost "worker-2=its host went down" worker-1.log   # a worker with no log to judge
   python -m trainer.verifier --results /results --keeper keeper   # the service, with the keeper
 
 exit status:
@@ -84,12 +85,14 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--junit", type=Path, metavar="FILE", help="also write the verdict as JUnit XML to this file")
     add_exit_code_options(parser)
     arguments = parser.parse_args(argv)
-    if bool(arguments.logs) == bool(arguments.results):
+    if bool(arguments.logs or arguments.lost) == bool(arguments.results):
         parser.error("give either --results DIR or log files, not both or neither")
     if arguments.keeper and not arguments.results:
         parser.error("--keeper needs --results")
-    if arguments.results and (arguments.exit_codes is not None or arguments.exit_codes_from):
-        parser.error("--exit-codes and --exit-codes-from are for log files (with --results, the workers record theirs)")
+    if arguments.results and (arguments.exit_codes is not None or arguments.exit_codes_from or arguments.lost):
+        parser.error(
+            "--exit-codes, --exit-codes-from and --lost are for log files (with --results, the workers record theirs)"
+        )
     if arguments.timeout is not None and arguments.timeout <= 0:
         parser.error(f"--timeout ({arguments.timeout}) must be positive")
     if arguments.tolerance < 0:
@@ -110,6 +113,14 @@ def add_exit_code_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="with log files: exit codes as `NAME CODE` lines, e.g. what "
         "`docker compose ps --all --format '{{.Service}} {{.ExitCode}}'` prints",
+    )
+    parser.add_argument(
+        "--lost",
+        action="append",
+        default=[],
+        metavar="NAME=WHY",
+        help="a worker that left neither a log nor an exit code, and why (its host went down, say); "
+        "it fails the verdict with that reason; may be repeated (default: none)",
     )
 
 
@@ -134,7 +145,8 @@ def saved_logs(arguments: argparse.Namespace) -> list[WorkerReport]:
             raise ValueError(f"--exit-codes-from: cannot read {arguments.exit_codes_from}: {error.strerror}") from None
         pairs += given_exits.from_file(text, str(arguments.exit_codes_from))
     codes = given_exits.match(pairs, [path.stem for path in arguments.logs])
-    return sources.from_log_files(arguments.logs, codes)
+    lost = given_exits.lost(arguments.lost, [path.stem for path in arguments.logs])
+    return sources.from_log_files(arguments.logs, codes) + sources.lost(lost)
 
 
 def stop(signum, _frame):

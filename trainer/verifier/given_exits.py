@@ -58,6 +58,21 @@ def match(pairs: Iterable[tuple[str, str]], logs: list[str]) -> dict[str, int]:
     return codes
 
 
+def lost(items: list[str], logs: list[str]) -> dict[str, str]:
+    """`--lost NAME=WHY` as {name: why}; a lost worker has no log, so its name must be no log's."""
+    found: dict[str, str] = {}
+    for item in items:
+        name, equals, why = (part.strip() for part in item.partition("="))
+        if not equals or not name or not why:
+            raise ValueError(f"--lost: {item!r} is not NAME=WHY (e.g. worker-2=its host went down)")
+        if name in logs or name in found:
+            raise ValueError(
+                f"--lost: {name} is given twice (as lost, and {'as a log' if name in logs else 'lost again'})"
+            )
+        found[name] = why
+    return found
+
+
 def _log_of(name: str, logs: list[str]) -> str:
     bare = name.lstrip("/")
     if bare in logs:

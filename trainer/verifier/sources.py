@@ -60,6 +60,11 @@ def from_log_files(paths: list[Path], exit_codes: dict[str, int] | None = None) 
     return reports
 
 
+def lost(reasons: dict[str, str]) -> list[WorkerReport]:
+    """Workers that left nothing to read, each with why (`--lost`): each fails the verdict."""
+    return [WorkerReport(name=name, state="lost", exit_code=None, log="", reason=why) for name, why in reasons.items()]
+
+
 def network_reports(directory: Path, names: list[str]) -> tuple[str, ...]:
     """One line per worker whose shaper reported (compose.network.yaml): its profile and measurements."""
     reports = ((name, shaping.read_report(str(directory), name)) for name in names)

@@ -17,7 +17,9 @@ class WorkerReport:
     """One worker as a source saw it. `exit_code` is None when the source cannot know it."""
 
     name: str
-    state: str  # "exited", "missing", "running", "killed", or "log" (a saved log, exit unknown)
+    # "exited", "missing", "running", "killed", "log" (a saved log, exit unknown) or "lost" (nothing
+    # left to read, and `reason` says why: its host went down, say).
+    state: str
     exit_code: int | None
     log: str
     reason: str | None = None  # Why it exited, in its status's words, when the status says.
@@ -111,6 +113,8 @@ def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:
         )
     if report.state == "log":
         return "log", None
+    if report.state == "lost":
+        return "lost", f"lost: {report.reason}"
     if report.exit_code != 0:
         reason = failure_reason(exit_code=report.exit_code, reason=report.reason, log=report.log)
         where = waiting_at(report.log) if report.exit_code == ExitCode.STALLED else None
