@@ -37,7 +37,8 @@ MET = "workers agree on the cluster"
 FAULTS = ("kill", "cut")
 
 BAD_INPUT = 2  # A bad argument, or a machine that cannot do it (not root, no namespaces): one line.
-STEP_FAILED = 3  # A step failed on the machine (an engine that would not start, a failed push): one line.
+# Not a code of trainer/contract/exitcodes.py, whose 3 is a training check: the machine's own.
+STEP_FAILED = 11  # A step failed on the machine (an engine that would not start, a failed push): one line.
 VERIFICATION_FAILED = 7  # The run's verdict, as the verifier's.
 TERMINATED = 143
 
@@ -55,11 +56,13 @@ commands:
                   the registry, the firewall rule. Idempotent.
 
 examples:
-  sudo scripts/nodes up 2 && sudo scripts/nodes run && sudo scripts/nodes down
-  sudo scripts/nodes up 3 && sudo scripts/nodes run --workers 3
-  sudo TRAIN_EPOCHS=40 scripts/nodes run --fault kill=node-2 --fault-after 'epoch:   5/'
-  sudo scripts/nodes shape node-2 --rate 10mbit && sudo scripts/nodes run
-  export DOCKER_HOST=unix:///run/tfcluster-nodes/node-1/docker.sock   # the manager, for docker stack/service/node
+  scripts/nodes up 2 && scripts/nodes run && scripts/nodes down   # 2 hosts, the cluster, gone again
+  scripts/nodes up 3 && scripts/nodes run --workers 2             # 2 workers on 2 of 3 hosts
+  TRAIN_EPOCHS=40 scripts/nodes run --fault kill=node-2 --fault-after 'epoch:   5/'   # a host dies
+  scripts/nodes shape node-2 --rate 10mbit && scripts/nodes run  # a thin link to one host
+  DOCKER_HOST=unix:///run/tfcluster-nodes/node-1/docker.sock docker node ls   # the manager itself
+
+Every command but --help needs root: from another user, run each with sudo.
 
 environment:
   TRAIN_*, TF_*   compose.yaml's settings, which the stack takes from here (`docker stack deploy`)
@@ -67,9 +70,9 @@ environment:
 exit status:
   0    ok (run: every worker exited 0, trained with all its peers and agrees)
   2    config error: a bad argument, or a machine that cannot (not root, no namespaces, no nodes)
-  3    a step failed on the machine (an engine, the registry, the swarm): one line says which
-  7    run: verification failed; the verifier's table says why
-  143  terminated by SIGTERM"""
+  11   a step failed on the machine (an engine, the registry, the swarm): one line says which
+  7    verification failed (run): the verifier's table says why
+  143  terminated: stopped by SIGTERM"""
 
 
 def parser() -> Parser:

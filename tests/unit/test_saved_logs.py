@@ -121,9 +121,37 @@ def test_exit_codes_from_a_file_as_ci_writes_it(logs, tmp_path, written_by):
     assert f"exited 5: {LOST_REASON}" in (tmp_path / "verdict.xml").read_text()
 
 
+def test_a_lost_worker_fails_the_verdict_with_why_and_needs_no_log(logs, tmp_path):
+    result = verify(
+        "--workers", "worker-0,worker-1",
+        "--exit-codes", "worker-0=0",
+        "--lost", "worker-1=its host node-2 went down: its engine does not answer",
+        "--junit", tmp_path / "verdict.xml",
+        logs[0],
+    )  # fmt: skip
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout + result.stderr
+    assert problems(result) == ["worker-1: lost: its host node-2 went down: its engine does not answer"]
+    assert "worker-0  exited 0  2" in result.stdout  # The one heard is judged as ever.
+    assert "worker-1  lost" in result.stdout
+    assert (
+        "lost: its host node-2 went down: its engine does not answer</failure>"
+        in (tmp_path / "verdict.xml").read_text()
+    )
+    # Every worker lost: nothing to read, and still a verdict, not a usage error.
+    alone = verify("--lost", "worker-0=gone", "--lost", "worker-1=gone too")
+    assert alone.returncode == ExitCode.VERIFICATION_FAILED, alone.stderr
+    assert problems(alone) == ["worker-0: lost: gone", "worker-1: lost: gone too"]
+
+
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
+        (["--lost", "worker-1"], "--lost: 'worker-1' is not NAME=WHY (e.g. worker-2=its host went down)"),
+        (["--lost", "worker-1=gone"], "--lost: worker-1 is given twice (as lost, and as a log)"),
+        (
+            ["--lost", "worker-2=gone", "--lost", "worker-2=again"],
+            "--lost: worker-2 is given twice (as lost, and lost again)",
+        ),
         (["--exit-codes", "worker-2=0"], "exit codes: 'worker-2' matches no log (the logs: worker-0, worker-1)"),
         (["--exit-codes", "worker-1=x"], "exit codes: the exit code of worker-1 ('x') must be an integer in [0, 255]"),
         (
@@ -132,7 +160,10 @@ def test_exit_codes_from_a_file_as_ci_writes_it(logs, tmp_path, written_by):
         ),
         (["--exit-codes", "worker-1"], "--exit-codes: 'worker-1' is not NAME=CODE (e.g. worker-1=0)"),
         (["--exit-codes", "worker-1=0,worker-1=1"], "exit codes: worker-1 is given two exit codes, 0 and 1"),
-        (["--exit-codes", "worker-0=0", "--results", "/tmp"], "--exit-codes and --exit-codes-from are for log files"),
+        (
+            ["--exit-codes", "worker-0=0", "--results", "/tmp"],
+            "--exit-codes, --exit-codes-from and --lost are for log files",
+        ),
     ],
 )
 def test_bad_exit_codes_are_one_line_and_the_config_exit_code(logs, arguments, message):

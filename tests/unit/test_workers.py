@@ -257,6 +257,22 @@ def test_a_swarm_stack_without_an_image_is_as_before():
     assert "working_dir" not in stack["services"]["verifier"]
 
 
+def test_a_stack_for_several_nodes_puts_one_worker_on_each_and_has_no_verifier_service():
+    stack = json.loads(workers.render_swarm(3, MODEL, image=BAKED, one_per_node=True))
+    assert list(stack["services"]) == ["worker"]  # Its results volume would be each node's own.
+    deploy = stack["services"]["worker"]["deploy"]
+    assert deploy["placement"] == {"max_replicas_per_node": 1}
+    assert deploy["endpoint_mode"] == "dnsrr"  # The names resolve to the tasks, across nodes.
+    assert deploy["restart_policy"] == {"condition": "none"}
+    assert stack["networks"]["cluster"] == {"driver": "overlay", "internal": True, "attachable": True}
+    assert "placement" not in json.loads(workers.render_swarm(3, MODEL))["services"]["worker"]["deploy"]
+
+
+def test_one_per_node_is_for_the_swarm_target_only(capsys):
+    assert workers.main(["2", "--one-per-node"]) == 2
+    assert capsys.readouterr().err == "workers.py: --one-per-node is for the swarm target only\n"
+
+
 def test_kubernetes_manifests_run_a_baked_project_with_no_host_path():
     text = workers.render_kubernetes(2, MODEL, image=BAKED, command=["python", "train.py", "--out=$(HOME)"])
     _service, job, _policy = [json.loads(part) for part in text.split("---\n") if part.strip()]
