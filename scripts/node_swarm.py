@@ -33,6 +33,7 @@ SWARM_PORT = 2377
 ADDRESS_POOL = "10.214.0.0/16"
 READY_TIMEOUT = 60.0
 POLL = 0.5
+REMOVE_TIMEOUT = 60.0
 TERMINAL = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}
 
 
@@ -93,14 +94,35 @@ def render(count: int, image: str, command: list[str] | None) -> str:
 
 
 def deploy(manager: Host, stack_file: Path) -> None:
-    remove(manager)
+    if not remove(manager):
+        raise HostError(f"the last stack {STACK} was not gone within {REMOVE_TIMEOUT:.0f}s: scripts/nodes up, or down")
     docker(manager, "stack", "deploy", "--compose-file", str(stack_file), STACK, check=True, timeout=120)
 
 
-def remove(manager: Host) -> None:
-    """The stack gone, its network too, so that the next one starts clean; nothing if none."""
-    if docker(manager, "stack", "ls", "--format", "{{.Name}}", timeout=30).stdout.split().count(STACK):
-        docker(manager, "stack", "rm", "--detach=false", STACK, timeout=120)
+def remove(manager: Host) -> bool:
+    """The stack gone, its network too, so that the next one starts clean (nothing if none);
+    False if something of it was still there after REMOVE_TIMEOUT."""
+    label = f"label=com.docker.stack.namespace={STACK}"
+    if not leftovers(manager, label):
+        return True
+    # Not `--detach=false`, which once waited here past two minutes for a task of a node that had
+    # been partitioned: the same wait, bounded.
+    docker(manager, "stack", "rm", STACK, timeout=60)
+    started = time.monotonic()
+    while leftovers(manager, label):
+        if time.monotonic() - started > REMOVE_TIMEOUT:
+            return False
+        time.sleep(POLL)
+    return True
+
+
+def leftovers(manager: Host, label: str) -> list[str]:
+    """The stack's services and networks the manager still has."""
+    found = []
+    for kind in ("service", "network"):
+        listed = docker(manager, kind, "ls", "--quiet", "--filter", label, timeout=30)
+        found += listed.stdout.split()
+    return found
 
 
 # -- a run -------------------------------------------------------------------------------------------

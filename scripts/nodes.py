@@ -144,16 +144,21 @@ def say(line: str) -> None:
 # -- commands ----------------------------------------------------------------------------------------
 
 
+def set_up(image: str) -> None:
+    """The project's own image as this tree would build it (a quarter of a second when it is)."""
+    if image == DEFAULT_IMAGE:
+        setup = subprocess.run([str(ROOT / "scripts" / "setup")])
+        if setup.returncode != 0:
+            raise HostError(f"scripts/setup failed (exit {setup.returncode}): it said why above")
+
+
 def up(count: int, image: str) -> int:
     started = time.monotonic()
     missing = node_registry.missing_packages()
     if missing:
         say(f"installing {', '.join(missing)} (Debian's packages)")
         node_registry.install(missing)
-    if image == DEFAULT_IMAGE:
-        setup = subprocess.run([str(ROOT / "scripts" / "setup")])
-        if setup.returncode != 0:
-            raise HostError(f"scripts/setup failed (exit {setup.returncode}): it said why above")
+    set_up(image)
     node_hosts.bring_up_network()
     node_hosts.bring_up_host(node_hosts.REGISTRY)
     node_registry.start()
@@ -184,7 +189,7 @@ def down() -> int:
         return 0
     nodes = node_hosts.present_nodes()
     if nodes and node_hosts.engine_answers(nodes[0], timeout=3):
-        node_swarm.remove(nodes[0])
+        node_swarm.remove(nodes[0])  # Its tasks stopped by their engines, before the engines stop.
     for host in [*nodes, node_hosts.REGISTRY]:
         if host is node_hosts.REGISTRY:
             node_registry.stop()
@@ -243,13 +248,18 @@ def run(arguments: argparse.Namespace) -> int:
     fault = parse_fault(arguments.fault, nodes) if arguments.fault else None
     image = arguments.image or DEFAULT_IMAGE
     manager = nodes[0]
-    if not node_hosts.engine_answers(manager, timeout=5):
-        raise Refused(f"{manager.name}, the manager, does not answer: scripts/nodes up {len(nodes)} brings it back")
+    for host in nodes:
+        # A task would wait for a node that cannot take it until the timeout: say so now instead.
+        if not node_hosts.engine_answers(host, timeout=5):
+            raise Refused(f"{host.name}'s engine is down: scripts/nodes up {len(nodes)} brings it back")
+        if not node_hosts.link_state(host).startswith("up"):
+            raise Refused(f"{host.name} is cut off: scripts/nodes mend {host.name} brings it back")
     command = None
     if arguments.command:
         import training_project  # scripts/training_project.py: its reading of a command, shared with scripts/run.
 
         command = training_project.split_command(arguments.command)
+    set_up(image)
     pushed, _ = node_registry.push(image)
     if pushed:
         say(f"{image} changed: pushed to the registry; the nodes pull it as their tasks start")
@@ -268,7 +278,11 @@ def run(arguments: argparse.Namespace) -> int:
             say(f"all ended or lost in {ended:.1f}s")
             code = report(nodes, found, arguments.junit)
         finally:
-            node_swarm.remove(manager)
+            if not node_swarm.remove(manager):
+                say(
+                    f"the stack {node_swarm.STACK} was not gone within {node_swarm.REMOVE_TIMEOUT:.0f}s; "
+                    "the next run waits for it"
+                )
     if fault and fault.at is None:
         say(f"fault: none came: not every worker's log held {arguments.fault_after!r} before the run ended")
     elif fault:
@@ -404,19 +418,18 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _terminated)
     try:
         node_hosts.preflight()
+        if arguments.action in ("status", "kill", "cut", "mend", "shape"):
+            # Never kept waiting: a fault is for while a run goes on, from another terminal.
+            return status() if arguments.action == "status" else fault_command(arguments)
         LOCK.parent.mkdir(parents=True, exist_ok=True)
         with open(LOCK, "w") as lock:
-            # One command at a time: two `up`s at once would each make the same namespaces.
+            # One at a time: two `up`s would each make the same namespaces, two runs the same stack.
             fcntl.flock(lock, fcntl.LOCK_EX)
             if arguments.action == "up":
                 return up(int(arguments.target or 2), arguments.image or DEFAULT_IMAGE)
             if arguments.action == "down":
                 return down()
-            if arguments.action == "status":
-                return status()
-            if arguments.action == "run":
-                return run(arguments)
-            return fault_command(arguments)
+            return run(arguments)
     except Refused as refusal:
         print(f"nodes: {refusal}", file=sys.stderr)
         return BAD_INPUT
