@@ -82,6 +82,24 @@ def test_not_root_is_one_line_and_exit_2(tmp_path):
     )
 
 
+def test_no_namespaces_allowed_is_one_line_and_exit_2(tmp_path):
+    if _cannot_make_hosts():
+        pytest.skip("needs a machine that can make namespaces, to take that away")
+    # Root without CAP_SYS_ADMIN, as in a container that is not privileged: no namespace can be made.
+    done = subprocess.run(
+        ["setpriv", "--bounding-set=-sys_admin", NODES, "up", "2"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.returncode == 2, done
+    assert done.stderr.strip() == (
+        "nodes: cannot make network namespaces here: unshare --net: unshare: unshare failed: Operation not permitted"
+    )
+    assert done.stdout == ""
+
+
 def test_three_nodes_train_three_workers_one_on_each(hosts):
     up = nodes("up", "3")
     assert up.returncode == 0, up.stdout + up.stderr
