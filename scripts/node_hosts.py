@@ -41,6 +41,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 FORWARD_RULE = ["FORWARD", "-i", BRIDGE, "-o", BRIDGE, "-m", "comment", "--comment", "tfcluster-nodes", "-j", "ACCEPT"]
 ENGINE_READY_TIMEOUT = 60.0  # Seen here: 0.3 s with nothing to restore, 8 s on another machine.
 ENGINE_STOP_GRACE = 15.0  # dockerd stops its containers first (10 s each unless they end sooner).
+KILL_ROUNDS = 5  # A process may start while the others are killed (a shim, say): kill again.
 
 
 class HostError(Exception):
@@ -163,11 +164,54 @@ def mounts_under(*roots: Path) -> list[str]:
 
 
 def cgroups(host: Host) -> list[Path]:
-    return sorted(CGROUP_ROOT.glob(f"*/{host.cgroup}"))
+    """The host's cgroup in every controller, once each (cpu and cpuacct may be one folder).
+
+    Its engine is given an absolute parent, so they are at each controller's top; a relative one
+    lands under the engine's own cgroup, which is looked under too, for what an older version left."""
+    found = set()
+    for controller in CGROUP_ROOT.iterdir():
+        own = _own_cgroup(controller.name)
+        for base in {controller, controller / own.lstrip("/")} if own else {controller}:
+            candidate = base / host.cgroup
+            if candidate.is_dir():
+                found.add(candidate.resolve())
+    return sorted(found)
 
 
-def anything_made() -> bool:
-    return bool(namespaces() or links() or forward_rule_present() or RUN_ROOT.exists() or STATE_ROOT.exists())
+def _own_cgroup(controller: str) -> str:
+    """This process's cgroup path in one controller, from /proc/self/cgroup (v1)."""
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, names, path = line.split(":", 2)
+        if controller in names.split(","):
+            return path
+    return ""
+
+
+def cgroup_processes(host: Host) -> set[int]:
+    """Every process in the host's cgroups: its containers'."""
+    pids = set()
+    for group in cgroups(host):
+        for procs in group.rglob("cgroup.procs"):
+            with contextlib.suppress(OSError):  # A container's cgroup may go while it is read.
+                pids |= {int(pid) for pid in procs.read_text().split()}
+    return pids
+
+
+def anything_made(most: int) -> bool:
+    return bool(
+        namespaces()
+        or links()
+        or forward_rule_present()
+        or RUN_ROOT.exists()
+        or STATE_ROOT.exists()
+        or leftover_nodes(most)
+    )
+
+
+def leftover_nodes(most: int) -> list[Host]:
+    """Nodes of which only cgroups are left (their namespace gone): a host killed, then interrupted."""
+    present = present_nodes()
+    return [node(number) for number in range(1, most + 1) if node(number) not in present and cgroups(node(number))]
 
 
 def forward_rule_present() -> bool:
@@ -183,7 +227,7 @@ def preflight() -> None:
         raise Unable("needs root: it makes network namespaces, links and Docker engines (run it with sudo)")
     missing = [
         tool
-        for tool in ("ip", "tc", "iptables", "nsenter", "unshare", "dockerd", "fuse-overlayfs")
+        for tool in ("ip", "tc", "iptables", "nsenter", "unshare", "docker", "dockerd", "fuse-overlayfs", "dpkg-deb")
         if not shutil.which(tool)
     ]
     if missing:
@@ -241,7 +285,9 @@ def start_engine(host: Host, *, insecure_registry: str) -> float:
         "--containerd-plugins-namespace", f"{host.namespace}-plugins",
         "--storage-driver", "fuse-overlayfs",
         "--iptables=false",  # The machine's firewall stays the machine's; the nodes need none.
-        "--cgroup-parent", host.cgroup,
+        # Absolute: a relative parent would be under the engine's own cgroup, which differs by
+        # controller and by machine, and so would be hard to find when the host is killed.
+        "--cgroup-parent", f"/{host.cgroup}",
     ]  # fmt: skip
     started = time.monotonic()
     with open(host.run / "dockerd.log", "ab") as log:
@@ -268,7 +314,8 @@ def stop_engine(host: Host, *, grace: float = ENGINE_STOP_GRACE) -> None:
     its processes, its containers' processes, its mounts. Nothing if nothing runs."""
     pid = engine_pid(host)
     if pid is not None and grace > 0:
-        os.kill(pid, signal.SIGTERM)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.1)
@@ -278,22 +325,28 @@ def stop_engine(host: Host, *, grace: float = ENGINE_STOP_GRACE) -> None:
 
 
 def kill_processes(host: Host) -> int:
-    """SIGKILL to every process of the host: those in its namespace (dockerd, containerd, shims,
-    fuse-overlayfs) and those in its cgroup (its containers'). Returns how many there were."""
-    pids = set()
-    if host.namespace in namespaces():
-        listed = _ip("netns", "pids", host.namespace, check=False).stdout.split()
-        pids |= {int(pid) for pid in listed if pid.isdigit()}
-    for group in cgroups(host):
-        for procs in group.rglob("cgroup.procs"):
-            pids |= {int(pid) for pid in procs.read_text().split()}
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return len(pids)
+    """SIGKILL to every process of the host: its engine first (else it would restart containerd),
+    then those in its namespace (containerd, shims, fuse-overlayfs) and in its cgroup (its
+    containers'), again until none is left. Returns how many there were."""
+    killed: set[int] = set()
+    engine = engine_pid(host)
+    for _ in range(KILL_ROUNDS):
+        pids = ({engine} if engine else set()) | cgroup_processes(host)
+        if host.namespace in namespaces():
+            listed = _ip("netns", "pids", host.namespace, check=False).stdout.split()
+            pids |= {int(pid) for pid in listed if pid.isdigit()}
+        pids = {pid for pid in pids if _alive(pid)}
+        if not pids:
+            return len(killed)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        killed |= pids
+        deadline = time.monotonic() + 10
+        while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        engine = None
+    raise HostError(f"{host.name}: processes still there after {KILL_ROUNDS} rounds of SIGKILL")
 
 
 def remove_host(host: Host) -> None:
@@ -302,8 +355,10 @@ def remove_host(host: Host) -> None:
     for group in cgroups(host):
         # Deepest first: a cgroup is removed with rmdir, and only once it has no children.
         for directory in sorted((p for p in group.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
-            directory.rmdir()
-        group.rmdir()
+            with contextlib.suppress(FileNotFoundError):
+                directory.rmdir()
+        with contextlib.suppress(FileNotFoundError):
+            group.rmdir()
     if host.namespace in namespaces():
         _ip("netns", "del", host.namespace)
     if _ip("link", "show", host.link, check=False).returncode == 0:
@@ -342,52 +397,33 @@ def cut(host: Host) -> None:
 
 
 def mend(host: Host) -> None:
-    """Its link up again, unshaped."""
-    unshape(host)
+    """Its link up again (shaped as it was, if it was)."""
     _ip("link", "set", host.link, "up")
 
 
 def shape(host: Host, *, rate: str | None, delay: str | None) -> None:
-    """Its link shaped on the machine's side, where the traffic to it leaves the bridge: tbf for the
-    rate; netem for the delay, which only a kernel with netem has (a HostError says so otherwise).
-    The link's other end is shaped the same, for the traffic it sends."""
+    """Its link shaped on both ends, so both ways: tbf for the rate; netem for the delay, which only
+    a kernel with netem has. What tc refuses (a bad rate, no netem) is an Unable that names it,
+    with the link left unshaped."""
     unshape(host)
-    for prefix in ([], ["-n", host.namespace]):
-        device = host.link if not prefix else "eth0"
+    for prefix, device in (([], host.link), (["-n", host.namespace], "eth0")):
         parent = ["root"]
+        steps = []
         if delay:
-            added = subprocess.run(
-                ["tc", *prefix, "qdisc", "add", "dev", device, "root", "handle", "1:", "netem", "delay", delay],
-                capture_output=True,
-                text=True,
-            )
-            if added.returncode != 0:
-                unshape(host)
-                raise Unable(
-                    f"cannot delay {host.name}'s link by {delay}: tc netem: {_last_line(added.stderr)} "
-                    "(this kernel may have no netem)"
-                )
+            steps.append(([*parent, "handle", "1:", "netem", "delay", delay], f"delay {host.name}'s link by {delay}"))
             parent = ["parent", "1:1"]
         if rate:
             # A burst of at least rate / HZ bytes, as tbf needs; 32 kbit is tc's own example.
-            _run(
-                [
-                    "tc",
-                    *prefix,
-                    "qdisc",
-                    "add",
-                    "dev",
-                    device,
-                    *parent,
-                    "tbf",
-                    "rate",
-                    rate,
-                    "burst",
-                    "32kbit",
-                    "latency",
-                    "400ms",
-                ]
+            tbf = [*parent, "tbf", "rate", rate, "burst", "32kbit", "latency", "400ms"]
+            steps.append((tbf, f"limit {host.name}'s link to {rate}"))
+        for arguments, what in steps:
+            added = subprocess.run(
+                ["tc", *prefix, "qdisc", "add", "dev", device, *arguments], capture_output=True, text=True
             )
+            if added.returncode != 0:
+                unshape(host)
+                hint = " (this kernel may have no netem)" if "netem" in arguments and "unknown" in added.stderr else ""
+                raise Unable(f"cannot {what}: tc: {_last_line(added.stderr)}{hint}")
 
 
 def unshape(host: Host) -> None:

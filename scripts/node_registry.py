@@ -12,8 +12,10 @@ Host only, standard library only.
 """
 
 import json
+import os
 import shutil
 import subprocess
+import tempfile
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +25,11 @@ from node_hosts import NETNS_ROOT, REGISTRY, Host, HostError, docker  # scripts/
 
 PORT = 5000
 ADDRESS = f"{REGISTRY.address}:{PORT}"
-PACKAGES = {"docker-registry": "docker-registry", "skopeo": "skopeo"}  # command: Debian package
+# The registry's program, unpacked from Debian's package into the checkout rather than installed:
+# the package would also enable a system service listening on every address's port 5000.
+TOOLS = Path(__file__).resolve().parent.parent / ".tfcluster" / "tools"
+REGISTRY_PROGRAM = TOOLS / "usr" / "bin" / "docker-registry"
+APT_TIMEOUT = 600.0
 CONFIG = """\
 version: 0.1
 log:
@@ -38,26 +44,48 @@ http:
 """
 READY_TIMEOUT = 30.0
 PULL_TIMEOUT = 600.0
+PUSH_TIMEOUT = 900.0
 
 
-def missing_packages() -> list[str]:
-    return [package for command, package in PACKAGES.items() if not shutil.which(command)]
+def tools_missing() -> list[str]:
+    """What `up` must fetch first: the registry's program, skopeo."""
+    return [
+        name
+        for name, there in (("docker-registry", REGISTRY_PROGRAM.is_file()), ("skopeo", shutil.which("skopeo")))
+        if not there
+    ]
 
 
-def install(packages: list[str]) -> None:
-    """Debian's packages, for the registry and the copy; as scripts/setup installs its own tools."""
-    for step in (
-        ["apt-get", "update", "-qq"],
-        ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *packages],
-    ):
-        done = subprocess.run(
-            step,
-            capture_output=True,
-            text=True,
-            env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-        )
-        if done.returncode != 0:
-            raise HostError(f"{' '.join(step[:2])} failed: {done.stderr.strip().splitlines()[-1:]}")
+def fetch_tools(missing: list[str]) -> None:
+    """skopeo installed from Debian's packages, as scripts/setup installs its tools; the registry's
+    program unpacked from its package into .tfcluster/tools (no service, nothing system-wide)."""
+    apt(["update", "-qq"])
+    if "skopeo" in missing:
+        apt(["install", "-y", "-qq", "--no-install-recommends", "skopeo"])
+    if "docker-registry" in missing:
+        with tempfile.TemporaryDirectory() as folder:
+            apt(["download", "docker-registry"], cwd=folder)
+            (package,) = Path(folder).glob("docker-registry_*.deb")
+            TOOLS.mkdir(parents=True, exist_ok=True)
+            _step(["dpkg-deb", "--extract", str(package), str(TOOLS)], timeout=APT_TIMEOUT)
+
+
+def apt(arguments: list[str], cwd: str | None = None) -> None:
+    _step(
+        ["apt-get", *arguments], timeout=APT_TIMEOUT, cwd=cwd, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    )
+
+
+def _step(command: list[str], *, timeout: float, **options) -> subprocess.CompletedProcess:
+    """A command that must succeed in time, else a HostError with its last line."""
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, **options)
+    except subprocess.TimeoutExpired:
+        raise HostError(f"{' '.join(command[:3])} did not finish within {timeout:.0f}s") from None
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        raise HostError(f"{' '.join(command[:3])} failed: {lines[-1] if lines else f'exit {done.returncode}'}")
+    return done
 
 
 def pid(host: Host = REGISTRY) -> int | None:
@@ -90,7 +118,7 @@ def start(host: Host = REGISTRY) -> float:
     started = time.monotonic()
     with open(host.run / "registry.log", "ab") as log:
         process = subprocess.Popen(
-            ["nsenter", f"--net={NETNS_ROOT / host.namespace}", "docker-registry", "serve", str(config)],
+            ["nsenter", f"--net={NETNS_ROOT / host.namespace}", str(REGISTRY_PROGRAM), "serve", str(config)],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -111,7 +139,9 @@ def reference(image: str) -> str:
 
 
 def local_id(image: str) -> str | None:
-    shown = subprocess.run(["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True)
+    shown = subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True, text=True, timeout=60
+    )
     return shown.stdout.strip() if shown.returncode == 0 else None
 
 

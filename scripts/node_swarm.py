@@ -138,6 +138,8 @@ class Worker:
     exit_code: int | None = None
     lost: str = ""  # Why it can be neither heard nor judged: its host went down, its task failed.
     log: str = ""
+    task_state: str = ""  # As the manager last said.
+    task_error: str = ""
 
     @property
     def finished(self) -> bool:
@@ -178,49 +180,62 @@ def watch(
     say: Callable[[str], None] = print,
 ) -> list[Worker]:
     """Waits until every worker has ended or is lost, or `timeout` passes; injects `fault` once
-    every worker's log holds `fault_after`. Returns the workers, their logs read."""
+    every worker's log holds `fault_after`. Returns the workers, their logs read.
+
+    The manager says where each task runs; from then on the worker's own node says how it is, so
+    that a worker is still followed when the manager itself goes down."""
     by_name = {host.name: host for host in nodes}
     found = {f"worker-{slot}": Worker(f"worker-{slot}") for slot in range(1, count + 1)}
     started = time.monotonic()
     pending = fault
     while True:
-        for task in tasks(nodes[0]):
+        placed = tasks(nodes[0])
+        for task in placed or []:
             worker = found.get(f"worker-{task['slot']}")
-            if worker is None or worker.finished:
+            if worker is not None and not worker.finished:
+                worker.node, worker.container = task["node"], task["container"] or worker.container
+                worker.task_state, worker.task_error = task["state"], task["error"]
+        for worker in found.values():
+            if worker.finished:
                 continue
-            worker.node, worker.container = task["node"], task["container"] or worker.container
-            update(worker, task, by_name.get(task["node"]))
+            if placed is None and not worker.container:
+                worker.lost = f"the manager {nodes[0].name} went down before this worker was placed"
+                continue
+            # Its log is read while a fault waits for a line of it, and once it has ended.
+            update(worker, by_name.get(worker.node), with_log=pending is not None)
         if pending and all(fault_after in worker.log for worker in found.values()):
             pending.at = time.monotonic() - started
             say(f"fault at {pending.at:.1f}s: {pending.apply()}")
             pending = None
         if all(worker.finished for worker in found.values()):
-            return list(found.values())
+            break
         if time.monotonic() - started > timeout:
             for worker in found.values():
                 if not worker.finished:
-                    worker.lost = (
-                        f"still {'running' if worker.container else 'not started'} after {timeout:.0f}s (--timeout)"
-                    )
-            return list(found.values())
+                    state = "running" if worker.container else "not started"
+                    worker.lost = f"still {state} after {timeout:.0f}s (--timeout)"
+            break
         time.sleep(POLL)
+    return list(found.values())
 
 
-def update(worker: Worker, task: dict, host: Host | None) -> None:
-    """What the worker's own node says of it now: its container's state and log."""
+def update(worker: Worker, host: Host | None, *, with_log: bool) -> None:
+    """What the worker's own node says of it now: its container's state, and its log if asked or
+    once it has ended."""
     if not worker.container:
-        if task["state"] in TERMINAL:
-            worker.lost = f"its task was {task['state']}: {task['error'] or 'no error given'}"
+        if worker.task_state in TERMINAL:
+            worker.lost = f"its task was {worker.task_state}: {worker.task_error or 'no error given'}"
         return
     if host is None or node_hosts.engine_pid(host) is None or not node_hosts.engine_answers(host, timeout=3):
         worker.lost = f"its host {worker.node} went down: its engine does not answer"
         return
     shown = docker(host, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", worker.container, timeout=10)
-    worker.log = read_log(host, worker.container)
-    if shown.returncode == 0:
-        status, code = shown.stdout.split()
-        if status in ("exited", "dead"):
-            worker.exit_code = int(code)
+    words = shown.stdout.split()
+    ended = shown.returncode == 0 and len(words) == 2 and words[0] in ("exited", "dead")
+    if with_log or ended:
+        worker.log = read_log(host, worker.container)
+    if ended:
+        worker.exit_code = int(words[1])
 
 
 def read_log(host: Host, container: str) -> str:
@@ -229,14 +244,18 @@ def read_log(host: Host, container: str) -> str:
     return logged.stdout + logged.stderr
 
 
-def tasks(manager: Host) -> list[dict]:
-    """The stack's worker tasks as the manager has them: slot, node, state, error, container."""
-    listed = docker(manager, "service", "ps", "--no-trunc", "--format", "{{.ID}}", SERVICE, timeout=30)
-    identities = listed.stdout.split()
-    if listed.returncode != 0 or not identities:
-        return []
-    inspected = json.loads(docker(manager, "inspect", *identities, timeout=30, check=True).stdout)
-    names = {entry["ID"]: entry["Hostname"] for entry in swarm_nodes(manager)}
+def tasks(manager: Host) -> list[dict] | None:
+    """The stack's worker tasks as the manager has them (slot, node, state, error, container), or
+    None when the manager does not answer."""
+    try:
+        listed = docker(manager, "service", "ps", "--no-trunc", "--format", "{{.ID}}", SERVICE, timeout=10)
+        identities = listed.stdout.split()
+        if listed.returncode != 0 or not identities:
+            return None if not node_hosts.engine_answers(manager, timeout=3) else []
+        inspected = json.loads(docker(manager, "inspect", *identities, timeout=10, check=True).stdout)
+        names = {entry["ID"]: entry["Hostname"] for entry in swarm_nodes(manager)}
+    except (subprocess.TimeoutExpired, HostError, json.JSONDecodeError):
+        return None
     return [
         {
             "slot": task["Slot"],

@@ -11,7 +11,9 @@ library only.
 """
 
 import argparse
+import contextlib
 import fcntl
+import math
 import os
 import signal
 import subprocess
@@ -24,6 +26,7 @@ from typing import NoReturn
 import node_hosts  # scripts/node_hosts.py: Python puts this file's folder on the path.
 import node_registry  # scripts/node_registry.py, the same way.
 import node_swarm  # scripts/node_swarm.py, the same way.
+import training_project  # scripts/training_project.py: how scripts/run reads a command and an image's name.
 from commandline import Parser, whole_number  # scripts/commandline.py, the same way.
 from node_hosts import Host, HostError
 
@@ -50,7 +53,7 @@ commands:
   status          each node: address, engine, link, swarm state
   kill NODE       the host dies: its engine, containerd and containers killed, its link dark
   cut NODE        the host is partitioned: its link down, it runs on alone
-  mend NODE       its link up again (a killed host needs `up`)
+  mend NODE       its link up again, shaped as it was (a killed host needs `up`)
   shape NODE      its link shaped: --rate (tbf), --delay (netem, where the kernel has it), --clear
   down            everything `up` made, gone: engines, namespaces, links, mounts, cgroups, data,
                   the registry, the firewall rule. Idempotent.
@@ -72,7 +75,8 @@ exit status:
   2    config error: a bad argument, or a machine that cannot (not root, no namespaces, no nodes)
   11   a step failed on the machine (an engine, the registry, the swarm): one line says which
   7    verification failed (run): the verifier's table says why
-  143  terminated: stopped by SIGTERM"""
+  130  interrupted by Ctrl-C (a run's stack is removed first)
+  143  terminated: stopped by SIGTERM (a run's stack is removed first)"""
 
 
 def parser() -> Parser:
@@ -149,15 +153,16 @@ def set_up(image: str) -> None:
     if image == DEFAULT_IMAGE:
         setup = subprocess.run([str(ROOT / "scripts" / "setup")])
         if setup.returncode != 0:
-            raise HostError(f"scripts/setup failed (exit {setup.returncode}): it said why above")
+            how = f"exit {setup.returncode}" if setup.returncode > 0 else f"killed by signal {-setup.returncode}"
+            raise HostError(f"scripts/setup failed ({how}): it said why above")
 
 
 def up(count: int, image: str) -> int:
     started = time.monotonic()
-    missing = node_registry.missing_packages()
+    missing = node_registry.tools_missing()
     if missing:
-        say(f"installing {', '.join(missing)} (Debian's packages)")
-        node_registry.install(missing)
+        say(f"fetching {', '.join(missing)} from Debian's packages")
+        node_registry.fetch_tools(missing)
     set_up(image)
     node_hosts.bring_up_network()
     node_hosts.bring_up_host(node_hosts.REGISTRY)
@@ -184,17 +189,18 @@ def up(count: int, image: str) -> int:
 
 def down() -> int:
     started = time.monotonic()
-    if not node_hosts.anything_made():
+    if not node_hosts.anything_made(MAX_NODES):
         say("nothing to take down")
         return 0
     nodes = node_hosts.present_nodes()
     if nodes and node_hosts.engine_answers(nodes[0], timeout=3):
         node_swarm.remove(nodes[0])  # Its tasks stopped by their engines, before the engines stop.
-    for host in [*nodes, node_hosts.REGISTRY]:
+    for host in [*nodes, *node_hosts.leftover_nodes(MAX_NODES), node_hosts.REGISTRY]:
         if host is node_hosts.REGISTRY:
             node_registry.stop()
         node_hosts.remove_host(host)
     node_hosts.take_down_network()
+    LOCK.unlink(missing_ok=True)
     say(
         f"down: {len(nodes)} node(s), the registry, the bridge and the firewall rule removed "
         f"in {time.monotonic() - started:.1f}s"
@@ -215,7 +221,8 @@ def print_status(nodes: list[Host], workers: dict[str, node_swarm.Worker] | None
     states = {}
     manager = nodes[0]
     if node_hosts.engine_answers(manager, timeout=3):
-        states = {entry["Hostname"]: entry["Status"] for entry in node_swarm.swarm_nodes(manager)}
+        with contextlib.suppress(HostError):  # Not (yet) a swarm: its column says `?`.
+            states = {entry["Hostname"]: entry["Status"] for entry in node_swarm.swarm_nodes(manager)}
     rows = [("node", "address", "engine", "link", "swarm", *(("worker", "status") if workers else ()))]
     for host in nodes:
         engine = "up" if node_hosts.engine_pid(host) and node_hosts.engine_answers(host, timeout=3) else "down"
@@ -254,11 +261,7 @@ def run(arguments: argparse.Namespace) -> int:
             raise Refused(f"{host.name}'s engine is down: scripts/nodes up {len(nodes)} brings it back")
         if not node_hosts.link_state(host).startswith("up"):
             raise Refused(f"{host.name} is cut off: scripts/nodes mend {host.name} brings it back")
-    command = None
-    if arguments.command:
-        import training_project  # scripts/training_project.py: its reading of a command, shared with scripts/run.
-
-        command = training_project.split_command(arguments.command)
+    command = training_project.split_command(arguments.command) if arguments.command else None
     set_up(image)
     pushed, _ = node_registry.push(image)
     if pushed:
@@ -267,8 +270,8 @@ def run(arguments: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory() as folder:
         stack = Path(folder) / "stack.json"
         stack.write_text(node_swarm.render(count, node_registry.reference(image), command))
-        started = time.monotonic()
         node_swarm.deploy(manager, stack)
+        started = time.monotonic()  # The fault's time is counted from here too (node_swarm.watch).
         say(f"stack {node_swarm.STACK}: {count} worker(s) on {len(nodes)} node(s), waiting up to {timeout:.0f}s")
         try:
             found = node_swarm.watch(
@@ -359,8 +362,6 @@ def fault_command(arguments: argparse.Namespace) -> int:
             + ("" if node_hosts.engine_pid(host) else " (its engine is down: scripts/nodes up)")
         )
     else:
-        if arguments.clear == bool(arguments.rate or arguments.delay):
-            raise Refused("shape needs --rate and/or --delay, or --clear")
         if arguments.clear:
             node_hosts.unshape(host)
         else:
@@ -402,8 +403,17 @@ def check(arguments: argparse.Namespace, fail) -> None:
             whole_number(1, MAX_NODES)(arguments.target)
         except argparse.ArgumentTypeError as error:
             fail(f"up: the number of nodes {error}")
-    if arguments.timeout is not None and arguments.timeout <= 0:
-        fail(f"--timeout ({arguments.timeout:g}) must be positive")
+    if arguments.timeout is not None and not (math.isfinite(arguments.timeout) and arguments.timeout > 0):
+        fail(f"--timeout ({arguments.timeout:g}) must be a positive number of seconds")
+    if arguments.action == "shape" and arguments.clear == bool(arguments.rate or arguments.delay):
+        fail("shape needs --rate and/or --delay, or --clear alone")
+    try:
+        if arguments.command is not None:
+            training_project.split_command(arguments.command)
+        if arguments.image is not None:
+            training_project.check_image(arguments.image, option="--image", digest=False)
+    except training_project.Refusal as refusal:
+        fail(str(refusal))
 
 
 def _terminated(_signum, _frame) -> NoReturn:
@@ -424,7 +434,11 @@ def main(argv: list[str]) -> int:
         LOCK.parent.mkdir(parents=True, exist_ok=True)
         with open(LOCK, "w") as lock:
             # One at a time: two `up`s would each make the same namespaces, two runs the same stack.
-            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                say("waiting for another scripts/nodes up, run or down to finish")
+                fcntl.flock(lock, fcntl.LOCK_EX)
             if arguments.action == "up":
                 return up(int(arguments.target or 2), arguments.image or DEFAULT_IMAGE)
             if arguments.action == "down":
@@ -438,6 +452,19 @@ def main(argv: list[str]) -> int:
         return BAD_INPUT
     except HostError as error:
         print(f"nodes: {error}", file=sys.stderr)
+        return STEP_FAILED
+    except subprocess.TimeoutExpired as error:
+        print(f"nodes: {' '.join(map(str, error.cmd[:4]))} did not answer within {error.timeout:.0f}s", file=sys.stderr)
+        return STEP_FAILED
+    except subprocess.CalledProcessError as error:
+        said = (error.stderr or "").strip().splitlines()
+        print(
+            f"nodes: {' '.join(map(str, error.cmd[:4]))} failed: {said[-1] if said else error.returncode}",
+            file=sys.stderr,
+        )
+        return STEP_FAILED
+    except OSError as error:
+        print(f"nodes: {error.filename or 'the machine'}: {error.strerror or error}", file=sys.stderr)
         return STEP_FAILED
     except KeyboardInterrupt:
         print("nodes: interrupted", file=sys.stderr)

@@ -12,10 +12,13 @@ Skipped, with the reason, where this machine cannot make network namespaces or i
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 import uuid
 from pathlib import Path
 
+import node_hosts  # scripts/node_hosts.py (pytest puts scripts/ on the path): where a host's parts are.
 import pytest
 
 from tests.conftest import ROOT
@@ -29,6 +32,13 @@ MID_TRAINING = "epoch:   5/"
 # The seed's figures (docs/swarm.md, README.md), as the verifier prints them.
 TWO_WORKERS = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
 THREE_WORKERS = "replicas=3 initial_loss=0.7448 final_loss=0.4296 final_accuracy=0.8542"
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:  # A process that ended while the list was read.
+        return ""
 
 
 def _cannot_make_hosts() -> str | None:
@@ -66,16 +76,21 @@ def hosts(docker):
     nodes("down", timeout=180)  # Whatever the tests did; the last test proves what down leaves.
 
 
-def test_not_root_is_one_line_and_exit_2(tmp_path):
+def test_not_root_is_one_line_and_exit_2():
     if os.geteuid() != 0:
         pytest.skip("needs root, to become another user")
-    done = subprocess.run(
-        ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", NODES, "status"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
+    # The commands copied where another user can read them: a checkout may be in a folder only
+    # root can enter (mktemp -d makes one).
+    with tempfile.TemporaryDirectory() as folder:
+        os.chmod(folder, 0o755)
+        shutil.copytree(ROOT / "scripts", Path(folder) / "scripts")
+        done = subprocess.run(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", f"{folder}/scripts/nodes", "status"],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     assert done.returncode == 2, done
     assert done.stderr.strip() == (
         "nodes: needs root: it makes network namespaces, links and Docker engines (run it with sudo)"
@@ -138,6 +153,11 @@ def test_a_host_killed_mid_training_is_lost_and_its_peers_exit_5(hosts):
     assert bound and float(bound.group(1)) < 30, done.stdout
     status = nodes("status")
     assert re.search(r"node-3\s+10\.213\.0\.13\s+down\s+cut", status.stdout), status.stdout
+    # Dead with its containers: their cgroups are left (no engine cleaned them up), and empty.
+    dead = node_hosts.node(3)
+    assert [group for group in node_hosts.cgroups(dead) if any(path.is_dir() for path in group.iterdir())]
+    assert node_hosts.cgroup_processes(dead) == set()
+    assert node_hosts.engine_pid(dead) is None
     # up brings the dead host back, and the cluster trains on all three again.
     back = nodes("up", "3")
     assert back.returncode == 0 and "node-3 (10.213.0.13): engine up" in back.stdout, back.stdout + back.stderr
@@ -164,16 +184,17 @@ def test_a_host_cut_off_mid_training_each_side_loses_the_other_then_mends(hosts)
     assert f"verdict: PASS: 3 of 3 workers agree: {THREE_WORKERS}" in again.stdout
 
 
-def test_two_nodes_train_two_workers_to_the_seed_figures(hosts):
+def test_two_nodes_train_two_workers_to_the_seed_figures(hosts, tmp_path):
+    assert nodes("up", "3").returncode == 0  # Then one fewer: up takes the third down.
     up = nodes("up", "2")
     assert up.returncode == 0, up.stdout + up.stderr
     assert "nodes | node-3 taken down" in up.stdout
     assert "tfcn-node-3" not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    done = nodes("run", "--junit", str(ROOT / ".tfcluster" / "nodes-verdict.xml"))
+    done = nodes("run", "--junit", str(tmp_path / "verdict.xml"))
     assert done.returncode == 0, done.stdout + done.stderr
     assert f"verdict: PASS: 2 of 2 workers agree: {TWO_WORKERS}" in done.stdout
     assert sorted(node for node, _ in placement(done.stdout).values()) == ["node-1", "node-2"]
-    junit = Path(ROOT / ".tfcluster" / "nodes-verdict.xml").read_text()
+    junit = (tmp_path / "verdict.xml").read_text()
     assert 'failures="0"' in junit and "worker-2" in junit
     too_many = nodes("run", "--workers", "3")
     assert too_many.returncode == 2
@@ -234,7 +255,8 @@ def test_a_shaped_link_holds_traffic_back_and_the_run_still_agrees(hosts):
             assert "delay 20ms" in delayed.stdout
         else:
             assert delayed.returncode == 2
-            assert delayed.stderr.startswith("nodes: cannot delay node-2's link by 20ms: tc netem:"), delayed.stderr
+            assert delayed.stderr.startswith("nodes: cannot delay node-2's link by 20ms: tc: "), delayed.stderr
+            assert "shaped" not in nodes("status").stdout  # Refused whole: the link is as it was.
     finally:
         cleared = nodes("shape", "node-2", "--clear")
     assert cleared.returncode == 0 and "node-2's link: up\n" in cleared.stdout
@@ -256,7 +278,9 @@ def test_down_leaves_no_engine_namespace_link_mount_cgroup_rule_or_data(hosts):
     assert not [link["ifname"] for link in links if link["ifname"].startswith("tfcn")]
     mounts = Path("/proc/self/mounts").read_text()
     assert "tfcluster-nodes" not in mounts
-    assert not list(Path("/sys/fs/cgroup").glob("*/tfcluster-node-*"))
+    assert not [group for number in range(1, 9) for group in node_hosts.cgroups(node_hosts.node(number))]
+    in_node_cgroups = [path for path in Path("/proc").glob("[0-9]*/cgroup") if "tfcluster-node-" in _read(path)]
+    assert not in_node_cgroups
     assert "tfcluster-nodes" not in subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True).stdout
     processes = subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout
     assert "/run/tfcluster-nodes" not in processes and "docker-registry serve" not in processes

@@ -25,9 +25,18 @@ NODES = str(ROOT / "scripts" / "nodes")
         (("run", "--rate", "1mbit"), "nodes: --rate is not an option of run"),
         (("up", "--fault", "kill=node-2"), "nodes: --fault is not an option of up"),
         (("status", "node-1"), "nodes: status takes no 'node-1'"),
-        (("run", "--timeout", "0"), "nodes: --timeout (0) must be positive"),
+        (("run", "--timeout", "0"), "nodes: --timeout (0) must be a positive number of seconds"),
         (("run", "--workers", "two"), "nodes: --workers must be a whole number from 1 to 8, got 'two'"),
         (("run", "--bogus"), "nodes: unknown argument '--bogus'"),
+        (("run", "--timeout", "nan"), "nodes: --timeout (nan) must be a positive number of seconds"),
+        (("run", "--command", '"x'), "nodes: --command '\"x' cannot be split as a shell would: No closing quotation"),
+        (("run", "--command", ""), "nodes: --command is empty"),
+        (("run", "--image", "My Model"), "nodes: --image 'My Model' is not an image name"),
+        (("shape", "node-2"), "nodes: shape needs --rate and/or --delay, or --clear alone"),
+        (
+            ("shape", "node-2", "--rate", "1mbit", "--clear"),
+            "nodes: shape needs --rate and/or --delay, or --clear alone",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(arguments, line):
