@@ -32,7 +32,7 @@ SWARM_PORT = 2377
 # Swarm's overlay networks come from 10.0.0.0/8 unless told: the bridge's subnet is in there.
 ADDRESS_POOL = "10.214.0.0/16"
 READY_TIMEOUT = 60.0
-POLL = 0.5
+POLL = 1.0
 REMOVE_TIMEOUT = 60.0
 TERMINAL = {"complete", "failed", "rejected", "shutdown", "orphaned", "remove"}
 
@@ -189,7 +189,9 @@ def watch(
     started = time.monotonic()
     pending = fault
     while True:
-        placed = tasks(nodes[0])
+        # The manager is asked only until every worker is placed: each docker call costs CPU that
+        # the workers, on the same cores, would rather have.
+        placed = tasks(nodes[0]) if not all(worker.container for worker in found.values()) else []
         for task in placed or []:
             worker = found.get(f"worker-{task['slot']}")
             if worker is not None and not worker.finished:
@@ -226,11 +228,20 @@ def update(worker: Worker, host: Host | None, *, with_log: bool) -> None:
         if worker.task_state in TERMINAL:
             worker.lost = f"its task was {worker.task_state}: {worker.task_error or 'no error given'}"
         return
-    if host is None or node_hosts.engine_pid(host) is None or not node_hosts.engine_answers(host, timeout=3):
-        worker.lost = f"its host {worker.node} went down: its engine does not answer"
+    gone = f"its host {worker.node} went down: its engine does not answer"
+    if host is None or node_hosts.engine_pid(host) is None:
+        worker.lost = gone
         return
-    shown = docker(host, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", worker.container, timeout=10)
-    words = shown.stdout.split()
+    try:
+        shown = docker(
+            host, "inspect", "--format", "{{.State.Status}} {{.State.ExitCode}}", worker.container, timeout=10
+        )
+    except subprocess.TimeoutExpired:
+        shown = None
+    if (shown is None or shown.returncode != 0) and not node_hosts.engine_answers(host, timeout=3):
+        worker.lost = gone
+        return
+    words = shown.stdout.split() if shown else []
     ended = shown.returncode == 0 and len(words) == 2 and words[0] in ("exited", "dead")
     if with_log or ended:
         worker.log = read_log(host, worker.container)

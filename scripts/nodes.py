@@ -444,15 +444,11 @@ def main(argv: list[str]) -> int:
             if arguments.action == "down":
                 return down()
             return run(arguments)
-    except Refused as refusal:
-        print(f"nodes: {refusal}", file=sys.stderr)
-        return BAD_INPUT
-    except node_hosts.Unable as error:
+    except (Refused, HostError) as error:
         print(f"nodes: {error}", file=sys.stderr)
-        return BAD_INPUT
-    except HostError as error:
-        print(f"nodes: {error}", file=sys.stderr)
-        return STEP_FAILED
+        # Unable: this machine cannot have hosts at all, which no retry mends; any other HostError
+        # is a step that failed.
+        return BAD_INPUT if isinstance(error, (Refused, node_hosts.Unable)) else STEP_FAILED
     except subprocess.TimeoutExpired as error:
         print(f"nodes: {' '.join(map(str, error.cmd[:4]))} did not answer within {error.timeout:.0f}s", file=sys.stderr)
         return STEP_FAILED
