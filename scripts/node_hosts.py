@@ -168,8 +168,8 @@ def cgroups(host: Host) -> list[Path]:
 
     Its engine is given an absolute parent, so they are at each controller's top; a relative one
     lands under the engine's own cgroup, which is looked under too, for what an older version left."""
-    found = set()
-    for controller in CGROUP_ROOT.iterdir():
+    found = {(CGROUP_ROOT / host.cgroup).resolve()} if (CGROUP_ROOT / host.cgroup).is_dir() else set()  # cgroup v2
+    for controller in (entry for entry in CGROUP_ROOT.iterdir() if entry.is_dir()):
         own = _own_cgroup(controller.name)
         for base in {controller, controller / own.lstrip("/")} if own else {controller}:
             candidate = base / host.cgroup
@@ -284,6 +284,9 @@ def start_engine(host: Host, *, insecure_registry: str) -> float:
         "--containerd-namespace", host.namespace,
         "--containerd-plugins-namespace", f"{host.namespace}-plugins",
         "--storage-driver", "fuse-overlayfs",
+        # cgroupfs, whatever the machine's engine uses: systemd's driver would take the parent
+        # below for a slice's name.
+        "--exec-opt", "native.cgroupdriver=cgroupfs",
         "--iptables=false",  # The machine's firewall stays the machine's; the nodes need none.
         # Absolute: a relative parent would be under the engine's own cgroup, which differs by
         # controller and by machine, and so would be hard to find when the host is killed.
