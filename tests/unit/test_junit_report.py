@@ -42,8 +42,8 @@ def failures(suite: ElementTree.Element) -> dict[str, str]:
 
 def test_a_passing_run_passes_with_a_case_per_worker_and_their_agreement(compose, tmp_path):
     suite = report(tmp_path, 0)
-    assert [case.get("name") for case in suite] == ["worker-0", "worker-1", "metrics agree"]
-    assert (suite.get("tests"), suite.get("failures")) == ("3", "0")
+    assert [case.get("name") for case in suite] == ["worker-0", "worker-1", "model states identical", "metrics agree"]
+    assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
 
 
 def test_a_worker_that_exited_non_zero_fails_its_case(compose, tmp_path):
@@ -59,7 +59,7 @@ def test_a_failed_run_whose_logs_pass_fails_a_case_of_its_own(compose, tmp_path)
     assert failures(suite) == {
         "scripts/run": "scripts/run exited 143 (the live verdict), though the workers' logs pass"
     }
-    assert (suite.get("tests"), suite.get("failures")) == ("4", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("5", "1")
 
 
 def test_a_run_that_ended_before_its_workers_fails_without_asking_compose(compose, tmp_path):

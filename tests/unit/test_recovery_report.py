@@ -1,5 +1,6 @@
 """The verifier's account of the keeper's restarts (trainer/verifier/recovery.py)."""
 
+from tests.observations import records
 from trainer.contract.resultsdir import WorkerRecord
 from trainer.verifier import render
 from trainer.verifier.recovery import from_keeper, starting_steps
@@ -27,7 +28,12 @@ def keeper(exit_code=0, restarts=({"failed": {"worker-1": 137}, "reason": "worke
 
 def workers():
     return [
-        WorkerReport(name=f"worker-{index}", state="exited", exit_code=0, log=CHIEF_LOG if index == 0 else FINAL)
+        WorkerReport(
+            name=f"worker-{index}",
+            state="exited",
+            exit_code=0,
+            log=(CHIEF_LOG if index == 0 else FINAL) + "\n" + records(index),
+        )
         for index in range(2)
     ]
 

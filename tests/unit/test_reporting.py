@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 
 from tests.conftest import ROOT
+from tests.observations import records
 from trainer.reporting import final_metrics_callback, final_record, fit_metrics, report_final
 from trainer.verifier.metrics import parse_final_metrics
 from trainer.verifier.verdict import WorkerReport, judge
@@ -64,7 +65,8 @@ def test_two_workers_reports_pass_the_verifier():
     reports = []
     for index in (0, 1):
         _, output = printed(metrics={"final_loss": 0.5}, replicas=2, worker=index)
-        reports.append(WorkerReport(name=f"worker-{index}", state="exited", exit_code=0, log=output))
+        log = output + records(index)  # What the observer adds, as in every run on the cluster.
+        reports.append(WorkerReport(name=f"worker-{index}", state="exited", exit_code=0, log=log))
     verdict = judge(reports, expected_workers=2)
     assert verdict.passed
     assert verdict.metrics == {"replicas": 2, "final_loss": 0.5}

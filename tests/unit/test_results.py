@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests.conftest import ROOT, one_worker_env, run_python
+from tests.observations import records
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import WorkerFiles, recorded_exit_code, wait_for_exit
 from trainer.launcher.peers import recorded_exits
@@ -151,7 +152,12 @@ def test_peers_exits_are_read_from_a_shared_results_directory_but_never_this_wor
 
 
 def test_verify_waits_on_a_results_directory(tmp_path):
-    program = 'print(\'{"event": "final", "worker": 0, "replicas": 1, "final_loss": 0.5}\')'
+    # A stand-in for a TensorFlow program: it prints its metrics and appends what the observer would
+    # record to the file the launcher names; the launcher copies that into the log the verifier reads.
+    program = (
+        'import os; print(\'{"event": "final", "worker": 0, "replicas": 1, "final_loss": 0.5}\'); '
+        f'open(os.environ["TFCLUSTER_OBSERVER"], "a").write({records(0, workers=1)!r})'
+    )
     env = one_worker_env(tmp_path, "solo")
     subprocess.run(
         [sys.executable, "-m", "trainer.launcher", "--", sys.executable, "-c", program],

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from tests.observations import records
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.verifier import render, sources
 from trainer.verifier.stragglers import BUSY_SHARE, SPREAD, busy_share, slowest_worker
@@ -92,7 +93,7 @@ def reports(*shares: float | None) -> list[WorkerReport]:
             name=f"worker-{index}",
             state="exited",
             exit_code=0,
-            log=FINAL.format(index=index, count=len(shares)),
+            log=FINAL.format(index=index, count=len(shares)) + "\n" + records(index, workers=len(shares)),
             usage=None if share is None else usage(share, limit=0.25 if share > 0.5 else 2),
         )
         for index, share in enumerate(shares)

@@ -1,6 +1,7 @@
 import json
 import xml.etree.ElementTree as ElementTree
 
+from tests.observations import records
 from trainer.verifier import render
 from trainer.verifier.verdict import WorkerReport, judge
 
@@ -10,9 +11,11 @@ GOOD = (
 )
 
 
-def report(index, *, state="exited", exit_code=0, loss=0.4167739450931549, log=None):
+def report(index, *, state="exited", exit_code=0, loss=0.4167739450931549, log=None, workers=2, observed=None):
+    """A worker's report; its log ends with the observer's records (`observed`, else a synchronized run's)."""
     text = GOOD.format(index=index, loss=loss) if log is None else log
-    return WorkerReport(name=f"worker-{index}", state=state, exit_code=exit_code, log=text)
+    log = f"{text}\n{records(index, workers=workers) if observed is None else observed}"
+    return WorkerReport(name=f"worker-{index}", state=state, exit_code=exit_code, log=log)
 
 
 def test_agreeing_workers_pass():
@@ -44,8 +47,13 @@ def test_each_kind_of_failed_worker_is_named():
         report(1, state="missing", exit_code=None, log=""),
         report(2, state="killed", exit_code=None, log="train | epoch: 1"),
         report(3, state="running", exit_code=None, log=""),
-        report(4, log="it printed nothing useful"),
-        report(5, log='{"event": "final", "replicas": 1, "final_loss": 0.4167739450931549}'),
+        report(4, log="it printed nothing useful", observed=""),
+        # It printed its own replicas, which the observer's record of its strategy contradicts.
+        report(
+            5,
+            log='{"event": "final", "replicas": 6, "final_loss": 0.4167739450931549}',
+            observed=records(5, workers=6, replicas=1),
+        ),
     ]
     problems = judge(reports, expected_workers=6).problems
     assert problems == (
@@ -53,9 +61,17 @@ def test_each_kind_of_failed_worker_is_named():
         "worker-1: missing: it never started (no launcher of that name reported)",
         "worker-2: killed without an exit status (SIGKILL or out of memory); last line: train | epoch: 1",
         "worker-3: still running when the verifier's timeout ran out",
-        "worker-4: no final metrics in its log",
-        "worker-5: replicas=1, expected 6",
+        "worker-4: no record of its model state: the observer recorded nothing (its program did not import "
+        "TensorFlow, or ran outside this harness's image and launcher)",
+        "worker-5: replicas=1, expected 6: its MultiWorkerMirroredStrategy had 1 replica(s) in sync",
     )
+
+
+def test_a_program_that_prints_nothing_of_its_own_passes_on_its_recorded_state():
+    reports = [report(index, log="Epoch 1/1", workers=3) for index in range(3)]
+    verdict = judge(reports, expected_workers=3)
+    assert verdict.passed, verdict.problems
+    assert [worker.metrics for worker in verdict.workers] == [{"replicas": 3}] * 3
 
 
 def test_fewer_workers_than_expected_fail():
@@ -76,7 +92,7 @@ def test_outputs_for_programs_and_ci_carry_the_same_verdict():
     assert record["passed"] is False
     assert record["problems"] == ["worker-1: exited 5: UnavailableError: worker-0 lost"]
     suite = ElementTree.fromstring(render.junit(verdict))
-    assert suite.get("tests") == "3"
+    assert suite.get("tests") == "4"  # Two workers, their model states, their metrics.
     assert suite.get("failures") == "1"
     failures = [case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None]
     assert failures == ["worker-1"]

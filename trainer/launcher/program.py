@@ -25,6 +25,7 @@ from trainer.contract.settings import LaunchSettings
 from trainer.contract.usage import Usage
 from trainer.launcher import cgroup, noise
 from trainer.launcher.activity import Activity, signal_catchers
+from trainer.launcher.observing import ObservedRecord
 
 # This project's own programs wait at the start gate (trainer/contract/gate.py) after their imports.
 GATED_MODULES = frozenset({"trainer.training", "trainer.benchmark.allreduce"})
@@ -68,12 +69,15 @@ class Program:
         self.activity: Activity | None = None  # Made with the process: what the stall watchdog judges.
         # TensorFlow's start-up notices are hidden while the program runs quiet (trainer/launcher/noise.py).
         self._hide_startup_lines = noise.runs_quiet(environment)
+        self._observed: ObservedRecord | None = None  # Made with the process (trainer/launcher/observing.py).
 
     def start(self, *, variables: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> None:
+        self._observed = ObservedRecord()
         self._process = subprocess.Popen(
             self._command,
-            # Every Python program of the image then dumps its stack on request (trainer/contract/stacks.py).
-            env={**self._environment, stacks.VARIABLE: "1", **(variables or {})},
+            # Every Python program of the image then dumps its stack on request (trainer/contract/stacks.py),
+            # and its observer records its strategy and model states (trainer/observer/).
+            env={**self._environment, stacks.VARIABLE: "1", **self._observed.variables(), **(variables or {})},
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -139,6 +143,7 @@ class Program:
         # Every line it printed is out before the launcher's own; one that escaped the group (its
         # own session) is not waited for beyond a moment.
         self._forwarder.join(timeout=OUTPUT_DRAIN)
+        self._observed.copy(lambda line: show(line, self._recorder))
         return exit_code
 
     def dump_stacks(self) -> list[int]:

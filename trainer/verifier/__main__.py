@@ -124,6 +124,17 @@ def add_exit_code_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def harness_cluster(arguments: argparse.Namespace, environ) -> list[str] | None:
+    """The workers' addresses as the launchers gave them to TensorFlow, when the cluster's settings are here."""
+    hosts = environ.get("TF_WORKER_HOSTS")
+    if not hosts or arguments.workers:
+        return None
+    port = environ.get("TF_WORKER_PORT", str(cluster_config.DEFAULT_PORT))
+    if not port.strip().isdigit():
+        raise ValueError(f"`TF_WORKER_PORT` ({port!r}) must be an integer in [1, 65535]")
+    return list(cluster_config.from_template(hosts, 0, default_port=int(port)).workers)
+
+
 def expected_names(arguments: argparse.Namespace, environ) -> list[str] | None:
     hosts = arguments.workers or environ.get("TF_WORKER_HOSTS")
     if hosts:
@@ -160,6 +171,7 @@ def main(argv: list[str]) -> int:
     arguments = parse_arguments(argv)
     try:
         names = expected_names(arguments, os.environ)
+        cluster = harness_cluster(arguments, os.environ)
         # The workers' own deadlines bound the wait: a worker not started by the end of the join
         # deadline never will be, and none outlives its run deadline.
         launch = LaunchSettings.from_env(os.environ)
@@ -196,6 +208,7 @@ def main(argv: list[str]) -> int:
         tolerance=arguments.tolerance,
         recovery=recovery,
         network=shaped,
+        cluster=cluster,
     )
     print(render.as_json(verdict) if arguments.json else render.table(verdict), flush=True)
     if arguments.junit:

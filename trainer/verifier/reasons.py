@@ -17,7 +17,7 @@ config error of this project's trainer), shown whole: cutting it could hide whic
 import re
 
 from trainer.verifier.diagnoses import diagnose, unhealthy_peer
-from trainer.verifier.events import events, is_event
+from trainer.verifier.events import events, is_event, record
 
 # Long enough for an error message's first sentence; short enough for one line of a verdict.
 LIMIT = 200
@@ -106,8 +106,14 @@ def last_error_line(log: str) -> str:
     reason = reason_line(log)
     if reason:
         return reason
-    lines = [line.strip() for line in log.splitlines() if line.strip()]
+    # The observer's records (trainer/verifier/observed.py) are data the launcher adds at the end: never the last word.
+    lines = [line.strip() for line in log.splitlines() if line.strip() and not _is_observed(line)]
     return one_line(lines[-1]) if lines else "(no output)"
+
+
+def _is_observed(line: str) -> bool:
+    found = record(line)
+    return found is not None and found.get("event") == "observed"
 
 
 def reason_line(log: str) -> str | None:

@@ -32,6 +32,7 @@ def table(verdict: Verdict) -> str:
     lines.extend(verdict.network)
     if verdict.recovery:
         lines.append(verdict.recovery.describe())
+    lines.extend(verdict.synchronization.lines)
     if verdict.straggler:
         lines.append(verdict.straggler)
     lines.append(summary(verdict))
@@ -44,7 +45,9 @@ def summary(verdict: Verdict) -> str:
         figures = " ".join(f"{key}={_cell(verdict.metrics[key])}" for key in _columns(verdict))
         restarts = len(verdict.recovery.restarts) if verdict.recovery else 0
         after = f" (after {restarts} restart{'s' if restarts != 1 else ''})" if restarts else ""
-        return f"verdict: PASS: {len(verdict.workers)} of {verdict.expected_workers} workers agree{after}: {figures}"
+        proof = f"; {verdict.synchronization.proof}" if verdict.synchronization.proof else ""
+        agree = f"{len(verdict.workers)} of {verdict.expected_workers} workers agree{after}"
+        return f"verdict: PASS: {agree}: {figures}{proof}"
     return f"verdict: FAIL: {len(verdict.problems)} problem(s)"
 
 
@@ -59,6 +62,10 @@ def as_json(verdict: Verdict) -> str:
                 for w in verdict.workers
             ],
             "differences": list(verdict.differences),
+            "synchronization": {
+                "differences": list(verdict.synchronization.differences),
+                "proven": list(verdict.synchronization.lines),
+            },
             "problems": list(verdict.problems),
             "metrics": verdict.metrics,
             "network": list(verdict.network),
@@ -74,17 +81,28 @@ def as_json(verdict: Verdict) -> str:
 
 
 def junit(verdict: Verdict) -> str:
-    """One test case per worker plus one for the cross-worker agreement."""
+    """One test case per worker, one for the workers' model states and one for their metrics."""
+    synchronization = verdict.synchronization
     suite = ElementTree.Element(
         "testsuite",
         name="tfcluster.verify",
-        tests=str(len(verdict.workers) + 1),
-        failures=str(sum(1 for w in verdict.workers if w.problem) + (1 if verdict.differences else 0)),
+        tests=str(len(verdict.workers) + 2),
+        failures=str(
+            sum(1 for w in verdict.workers if w.problem)
+            + (1 if synchronization.differences else 0)
+            + (1 if verdict.differences else 0)
+        ),
     )
     for worker in verdict.workers:
         case = ElementTree.SubElement(suite, "testcase", classname="tfcluster.worker", name=worker.name)
         if worker.problem:
             ElementTree.SubElement(case, "failure", message=worker.problem).text = worker.problem
+    states = ElementTree.SubElement(suite, "testcase", classname="tfcluster.cluster", name="model states identical")
+    if synchronization.differences:
+        text = "\n".join(synchronization.differences)
+        ElementTree.SubElement(states, "failure", message=synchronization.differences[0]).text = text
+    elif synchronization.lines:
+        ElementTree.SubElement(states, "system-out").text = "\n".join(synchronization.lines)
     agreement = ElementTree.SubElement(suite, "testcase", classname="tfcluster.cluster", name="metrics agree")
     if verdict.differences:
         text = "\n".join(verdict.differences)

@@ -1,4 +1,9 @@
-"""The verdict: per worker, what went wrong; across workers, which metrics disagree."""
+"""The verdict: per worker, what went wrong; across workers, whether their model states and metrics agree.
+
+The model states are the proof of synchronization (trainer/verifier/synchronization.py); the
+metrics a program prints are compared too, but under MultiWorkerMirroredStrategy they are
+all-reduced before any worker sees them, so they agree even when the weights do not.
+"""
 
 import dataclasses
 import math
@@ -6,10 +11,12 @@ import math
 from trainer.contract.exitcodes import ExitCode
 from trainer.verifier.diagnoses import diagnose
 from trainer.verifier.metrics import IDENTITY_KEYS, parse_final_metrics
+from trainer.verifier.observed import sessions
 from trainer.verifier.reasons import exception_line, failure_reason, last_error_line, one_line, reason_line
 from trainer.verifier.recovery import Recovery
 from trainer.verifier.stacks import waiting_at
 from trainer.verifier.stragglers import slowest_worker
+from trainer.verifier.synchronization import Synchronization, judge_synchronization
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -45,11 +52,16 @@ class Verdict:
     recovery: Recovery | None = None  # What the keeper did, when there is one.
     network: tuple[str, ...] = ()  # Each shaper's profile and measured links (compose.network.yaml).
     straggler: str | None = None  # The slowest worker, when the spread is large: information, not a problem.
+    # What the workers' model states, strategies and traffic showed (trainer/verifier/synchronization.py).
+    synchronization: Synchronization = dataclasses.field(
+        default_factory=lambda: Synchronization(worker_problems={}, differences=())
+    )
 
     @property
     def problems(self) -> tuple[str, ...]:
         keeper = (f"keeper: {self.recovery.problem}",) if self.recovery and self.recovery.problem else ()
-        return keeper + tuple(f"{w.name}: {w.problem}" for w in self.workers if w.problem) + self.differences
+        workers = tuple(f"{w.name}: {w.problem}" for w in self.workers if w.problem)
+        return keeper + workers + self.synchronization.differences + self.differences
 
     @property
     def passed(self) -> bool:
@@ -63,8 +75,18 @@ def judge(
     tolerance: float = 0.0,
     recovery: Recovery | None = None,
     network: tuple[str, ...] = (),
+    cluster: list[str] | None = None,
 ) -> Verdict:
-    outcomes = [_judge_worker(report, expected_workers) for report in reports]
+    """`cluster`: the harness's worker addresses, when known, which every worker's strategy must have resolved."""
+    observed = {report.name: sessions(report.log) for report in reports if report.state not in ("missing", "lost")}
+    statuses = {report.name: _status_and_problem(report) for report in reports}
+    synchronization = judge_synchronization(
+        observed,
+        expected_workers=expected_workers,
+        judged={name for name, (_, problem) in statuses.items() if problem is None},
+        cluster=cluster,
+    )
+    outcomes = [_judge_worker(report, statuses[report.name], expected_workers, synchronization) for report in reports]
     if len(reports) < expected_workers:
         outcomes.append(
             WorkerOutcome(
@@ -87,18 +109,35 @@ def judge(
         recovery=recovery,
         network=network,
         straggler=slowest_worker((report.name, report.usage) for report in reports),
+        synchronization=synchronization,
     )
 
 
-def _judge_worker(report: WorkerReport, expected_workers: int) -> WorkerOutcome:
-    metrics = parse_final_metrics(report.log)
-    status, problem = _status_and_problem(report)
+def _judge_worker(
+    report: WorkerReport, status_and_problem: tuple[str, str | None], expected_workers: int, sync: Synchronization
+) -> WorkerOutcome:
+    """Its metrics are those it printed, else `fit`'s; `replicas` is what its strategy had, where observed."""
+    status, problem = status_and_problem
+    metrics = parse_final_metrics(report.log) or sync.fit_metrics.get(report.name)
+    replicas = sync.replicas.get(report.name)
+    if metrics is not None and replicas is not None:
+        metrics = {**metrics, "replicas": replicas}
+    if problem is None and (replicas is None or report.state == "log") and _failed_without_metrics(report.log, metrics):
+        problem = _without_metrics(report.log)  # A known failure's advice says more than a missing record.
+    if problem is None:
+        problem = sync.worker_problems.get(report.name)
+    if problem is None and metrics is None and replicas is not None:
+        metrics = {"replicas": replicas}  # A program that prints nothing: its state is the proof.
     if problem is None:
         if metrics is None:
             problem = _without_metrics(report.log)
         elif metrics.get("replicas") != expected_workers:
             problem = f"replicas={metrics.get('replicas')}, expected {expected_workers}"
     return WorkerOutcome(name=report.name, status=status, metrics=metrics, problem=problem)
+
+
+def _failed_without_metrics(log: str, metrics: dict | None) -> bool:
+    return metrics is None and bool(diagnose(log) or reason_line(log))
 
 
 def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:

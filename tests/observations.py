@@ -1,0 +1,52 @@
+"""The observer's records (trainer/observer/journal.py) as a worker's log holds them, for hand-made logs.
+
+Real records come from real runs (tests/fixtures/logs/tutorial/ and drift/ are two); the verifier's
+unit tests need workers whose state was recorded in particular ways, and these lines are what the
+observer prints for a small model.
+"""
+
+import json
+
+KERNEL_HASH = "5f3e07210a29644f"
+VARIABLES = (
+    ("sequential/dense/kernel", "trainable", "float32", "8x16", KERNEL_HASH),
+    ("sequential/dense/bias", "trainable", "float32", "16", "1bbf8587888e3937"),
+    ("adam/iteration", "mirrored", "int64", "scalar", "a785b0dc6faea625"),
+    ("binary_accuracy/total", "local", "float32", "scalar", "ee62417c0b2282de"),
+)
+START = {"sent": 1000, "received": 1000}
+
+
+def strategy(index: int, *, workers: int = 2, session: str = "", replicas: int | None = None, port=12345, net=START):
+    return {
+        "event": "observed", "kind": "strategy", "session": session or f"session{index}", "time": 1.0,
+        "class": "MultiWorkerMirroredStrategy", "replicas": workers if replicas is None else replicas,
+        "cluster": {"worker": [f"worker-{i}:{port}" for i in range(workers)]},
+        "task": {"type": "worker", "index": index}, "net": net,
+    }  # fmt: skip
+
+
+def state(
+    index: int, *, point="end", number=1, step=12, variables=VARIABLES, session="", net=None, logs=None, trainable=576
+):
+    """A state record; `net` defaults to 50 KB sent and received since the strategy's start."""
+    return {
+        "event": "observed", "kind": "state", "session": session or f"session{index}", "time": 2.0,
+        "point": point, "index": number, "step": step, "variables": [list(v) for v in variables],
+        "bytes": 584, "trainable_bytes": trainable, "logs": logs or {},
+        "net": net or {"sent": START["sent"] + 50_000, "received": START["received"] + 50_000}, "seconds": 0.001,
+    }  # fmt: skip
+
+
+def lines(*found: dict) -> str:
+    return "".join(json.dumps(record) + "\n" for record in found)
+
+
+def records(index: int, *, workers: int = 2, replicas: int | None = None, port: int = 12345, **state_fields) -> str:
+    """A strategy record and the end's state, as worker `index` of `workers` prints them, one per line."""
+    return lines(strategy(index, workers=workers, replicas=replicas, port=port), state(index, **state_fields))
+
+
+def drifted(variables=VARIABLES, name="sequential/dense/kernel", hash_="0000000000000000"):
+    """`variables` with `name`'s hash changed: the same model, other bytes."""
+    return tuple((n, k, d, s, hash_ if n == name else h) for n, k, d, s, h in variables)

@@ -1,0 +1,43 @@
+"""The observer: what each worker's training program really trained, recorded without a change to it.
+
+Under MultiWorkerMirroredStrategy the metrics a program prints are all-reduced before any worker
+sees them, so they agree whatever each worker's own weights are. What proves that the workers
+trained in sync is their model state itself: every variable's bytes, identical on every worker
+(Megatron-LM's `check_param_hashes_across_dp_replicas`, JAX's `multihost_utils.assert_equal`).
+
+The image loads this package into every Python interpreter it starts, as `_tfcluster_observer`, by
+a .pth file in its site-packages (docker/Dockerfile), as it loads the stack dumps
+(trainer/contract/stacks.py). It is inert unless the launcher set `VARIABLE` in the program's
+environment to a file to record to (trainer/launcher/observing.py), and then it imports nothing
+until the program imports TensorFlow (trainer/observer/imports.py). From there it records, as
+JSON lines the verifier reads (trainer/observer/journal.py, trainer/verifier/observed.py):
+
+- each strategy the program makes: its class, `num_replicas_in_sync`, the cluster it resolved;
+- at each epoch's end of a Keras `Model.fit` (tf-keras and Keras 3), at each checkpoint written
+  (`tf.train.Checkpoint`, so `CheckpointManager` and `BackupAndRestore` too) and when the program
+  ends: a fingerprint of the model's state (trainer/observer/fingerprint.py), the optimizer's step,
+  the epoch's logs, and this host's network counters.
+
+It never changes what the program computes: it reads each variable's local value (no collective,
+so a diverged or dying peer cannot hang it), and any error of its own is recorded, not raised.
+It imports nothing of this project's (a user's own package named `trainer` stays theirs): its
+modules import each other relatively, and its source lives here only to be linted and tested.
+"""
+
+import os
+
+VARIABLE = "TFCLUSTER_OBSERVER"
+
+
+def install(environ=os.environ) -> bool:
+    """Watches for TensorFlow's import if the launcher asked for a record; returns whether it did."""
+    path = environ.get(VARIABLE)
+    if not path:
+        return False
+    from . import imports, journal, points  # Standard library only until TensorFlow is there.
+
+    observer = points.Observer(journal.Journal(path))
+    imports.after_import("tensorflow", observer.tensorflow_imported)
+    imports.after_import("tf_keras", observer.keras_imported)
+    imports.after_import("keras", observer.keras_imported)
+    return True

@@ -1,0 +1,134 @@
+"""Where the observer hooks into TensorFlow and Keras: each wrapper calls the original, then records.
+
+TensorFlow offers no hook for these events, so the observer wraps the methods behind them, the
+way profilers and tracers do. Each wrapper returns what the original returned and raises what it
+raised; the recording runs after the original, guarded (trainer/observer/points.py):
+- `StrategyBase.__init__`: every strategy the program makes (MultiWorkerMirroredStrategy's
+  `__init__` calls it once its cluster is resolved and its collectives are up);
+- `ResourceVariable.__init__` and `DistributedVariable.__init__`: every variable, weakly, for
+  the state at the program's end, whatever made it;
+- `Checkpoint._write`: behind `Checkpoint.save` and `write`, `CheckpointManager.save`, and so
+  Keras's `BackupAndRestore` and `ModelCheckpoint`;
+- `Model.fit` of tf-keras and of Keras 3: one more callback, whose only method is `on_epoch_end`.
+"""
+
+import contextlib
+import functools
+import inspect
+
+import tensorflow as tf
+from tensorflow.python.checkpoint import checkpoint as checkpoint_module
+from tensorflow.python.distribute import cross_device_utils, distribute_lib
+from tensorflow.python.distribute import values as distributed_values
+from tensorflow.python.ops import resource_variable_ops
+
+MARK = "_tfcluster_observed"
+
+
+def observe_tensorflow(observer) -> None:
+    _after(distribute_lib.StrategyBase, "__init__", lambda strategy, *_, **__: _strategy_made(observer, strategy))
+    for variable_class in (resource_variable_ops.BaseResourceVariable, distributed_values.DistributedVariable):
+        _after(variable_class, "__init__", lambda variable, *_, **__: observer.variable_made(variable))
+    # The ordering tokens of MultiWorkerMirroredStrategy's collective launchers are TensorFlow's, not state.
+    _after(
+        cross_device_utils.CollectiveReplicaLauncher,
+        "__init__",
+        lambda launcher, *_, **__: observer.not_state(getattr(launcher, "_ordering_token", None)),
+    )
+    _around_checkpoint_write(observer)
+
+
+def observe_keras(keras, observer) -> None:
+    """Keras 3 only with TensorFlow as its backend; tf-keras always is."""
+    backend = getattr(keras, "backend", None)
+    if hasattr(backend, "backend") and backend.backend() != "tensorflow":
+        return
+    model_class = keras.Model
+    original = model_class.fit
+    if getattr(original, MARK, False):
+        return
+    signature = inspect.signature(original)
+    callback_class = type("TfclusterObserver", (keras.callbacks.Callback,), {"on_epoch_end": _on_epoch_end(observer)})
+
+    @functools.wraps(original)
+    def fit(self, *args, **kwargs):
+        try:
+            bound = signature.bind(self, *args, **kwargs)
+            bound.arguments["callbacks"] = _with(bound.arguments.get("callbacks"), callback_class())
+        except Exception:  # noqa: BLE001 - arguments fit itself will refuse: let it say so.
+            return original(self, *args, **kwargs)
+        return original(*bound.args, **bound.kwargs)
+
+    setattr(fit, MARK, True)
+    model_class.fit = fit
+
+
+def _on_epoch_end(observer):
+    def on_epoch_end(callback, epoch, logs=None):
+        observer.epoch_ended(callback.model, epoch, logs)
+
+    return on_epoch_end
+
+
+def _with(callbacks, ours):
+    if callbacks is None:
+        return [ours]
+    if hasattr(callbacks, "append") and not isinstance(callbacks, (list, tuple)):
+        callbacks.append(ours)  # A CallbackList of the program's own.
+        return callbacks
+    return [*callbacks, ours]
+
+
+def _strategy_made(observer, strategy) -> None:
+    if isinstance(strategy, distribute_lib._DefaultDistributionStrategy):  # noqa: SLF001 - TF's own default.
+        return
+    observer.strategy_made(strategy, describe(strategy))
+
+
+def describe(strategy) -> dict:
+    """The strategy as the program made it: its public name, replicas and the cluster it resolved."""
+    public = next(
+        (name for name in dir(tf.distribute) if getattr(tf.distribute, name) is type(strategy)), type(strategy).__name__
+    )
+    described = {"class": public, "replicas": int(strategy.num_replicas_in_sync)}
+    resolver = getattr(strategy, "cluster_resolver", None)
+    if resolver is not None:
+        spec = resolver.cluster_spec().as_dict()
+        described["cluster"] = {
+            job: list(tasks.values()) if isinstance(tasks, dict) else list(tasks) for job, tasks in spec.items()
+        }
+        described["task"] = {"type": resolver.task_type, "index": resolver.task_id}
+    return described
+
+
+def _around_checkpoint_write(observer) -> None:
+    original = checkpoint_module.Checkpoint._write  # noqa: SLF001 - what save, write and the manager call.
+    if getattr(original, MARK, False):
+        return
+
+    @functools.wraps(original)
+    def _write(self, *args, **kwargs):
+        with observer.writing_checkpoint() as writing:
+            path = original(self, *args, **kwargs)
+        if writing.outermost:
+            observer.checkpoint_written(self)
+        return path
+
+    setattr(_write, MARK, True)
+    checkpoint_module.Checkpoint._write = _write  # noqa: SLF001
+
+
+def _after(owner, name: str, record) -> None:
+    original = getattr(owner, name)
+    if getattr(original, MARK, False):
+        return
+
+    @functools.wraps(original)
+    def wrapper(self, *args, **kwargs):
+        result = original(self, *args, **kwargs)
+        with contextlib.suppress(Exception):  # Recorded by the observer's own guard, or not at all.
+            record(self, *args, **kwargs)
+        return result
+
+    setattr(wrapper, MARK, True)
+    setattr(owner, name, wrapper)

@@ -1,0 +1,152 @@
+"""The observer's points: what it records, and when (trainer/observer/__init__.py says why).
+
+Every event handler here is guarded: an error of the observer's own is recorded once per place,
+as a record of kind `error`, and the program goes on as if it were not observed.
+"""
+
+import atexit
+import functools
+import threading
+import time
+import weakref
+
+from . import network
+
+
+def guarded(method):
+    """Runs the handler; an exception is recorded (once per handler), never raised into the program."""
+
+    @functools.wraps(method)
+    def handler(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as error:  # noqa: BLE001 - the program must not fail because it is observed.
+            if method.__name__ not in self.failed:
+                self.failed.add(method.__name__)
+                self.journal.write("error", where=method.__name__, error=f"{type(error).__name__}: {error}"[:300])
+        return None
+
+    return handler
+
+
+class Observer:
+    def __init__(self, journal):
+        self.journal = journal
+        self.failed: set[str] = set()
+        self._variables: list[weakref.ref] = []  # Every variable the program made, in order.
+        self._strategies = 0
+        self._checkpoints = 0
+        self._inside = threading.local()  # A checkpoint written by another (async) one is recorded once.
+        self._ended = False
+        self._loopback = (
+            False  # A cluster on this host's loopback has no traffic to measure (trainer/observer/network.py).
+        )
+
+    @guarded
+    def tensorflow_imported(self, tensorflow) -> None:
+        from . import patches  # Only now: it imports TensorFlow's internals.
+
+        patches.observe_tensorflow(self)
+
+    @guarded
+    def keras_imported(self, keras) -> None:
+        from . import patches
+
+        patches.observe_keras(keras, self)
+
+    @guarded
+    def strategy_made(self, strategy, described: dict) -> None:
+        self._strategies += 1
+        if self._strategies == 1:
+            # Registered after TensorFlow's own exit handlers, so it runs before them (atexit is LIFO).
+            atexit.register(self.program_ended)
+        self._loopback = network.on_loopback((described.get("cluster") or {}).get("worker", ()))
+        self.journal.write("strategy", **described, net=self._counters())
+
+    def variable_made(self, variable) -> None:
+        self._variables.append(weakref.ref(variable))
+
+    def not_state(self, variable) -> None:
+        """Leaves out a variable of TensorFlow's own machinery, made while the program's strategy was."""
+        self._variables = [ref for ref in self._variables if ref() is not variable]
+
+    @guarded
+    def epoch_ended(self, model, epoch: int, logs) -> None:
+        optimizer = getattr(model, "optimizer", None)
+        optimizer_variables = getattr(optimizer, "variables", ()) if optimizer is not None else ()
+        if callable(optimizer_variables):  # tf-keras's legacy optimizers have a method.
+            optimizer_variables = optimizer_variables()
+        metrics = {key: float(value) for key, value in (logs or {}).items() if _is_number(value)}
+        self._record("epoch", epoch + 1, [*model.variables, *optimizer_variables], optimizer, logs=metrics)
+
+    @guarded
+    def checkpoint_written(self, checkpoint) -> None:
+        import tensorflow as tf
+
+        objects = tf.train.TrackableView(checkpoint).descendants()
+        optimizer = next((o for o in objects if hasattr(o, "apply_gradients") and hasattr(o, "iterations")), None)
+        self._checkpoints += 1
+        self._record("checkpoint", self._checkpoints, objects, optimizer)
+
+    @guarded
+    def program_ended(self) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        alive = [variable for variable in (ref() for ref in self._variables) if variable is not None]
+        optimizer = None  # The end has no optimizer of its own: its step is the largest `iterations`.
+        self._record("end", 1, alive, optimizer, step=_largest_iterations(alive))
+
+    def _counters(self) -> dict | None:
+        return None if self._loopback else network.counters()
+
+    def writing_checkpoint(self):
+        """A context: true inside, for the outermost checkpoint write only."""
+        return _Outermost(self._inside)
+
+    def _record(self, point: str, index: int, variables, optimizer, *, step=None, **fields) -> None:
+        from . import fingerprint
+
+        started = time.perf_counter()
+        state = fingerprint.fingerprint(variables)
+        if step is None and optimizer is not None:
+            step = fingerprint.step(optimizer)
+        seconds = round(time.perf_counter() - started, 6)
+        self.journal.write(
+            "state", point=point, index=index, step=step, **state, **fields, net=self._counters(), seconds=seconds
+        )
+
+
+class _Outermost:
+    def __init__(self, local):
+        self._local = local
+        self.outermost = False
+
+    def __enter__(self):
+        depth = getattr(self._local, "depth", 0)
+        self._local.depth = depth + 1
+        self.outermost = depth == 0
+        return self
+
+    def __exit__(self, *_):
+        self._local.depth -= 1
+
+
+def _is_number(value) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _largest_iterations(variables) -> int | None:
+    from . import fingerprint
+
+    steps = [
+        int(fingerprint.local_value(variable))
+        for variable in variables
+        if variable.name.split("/")[-1].split(":")[0] in ("iteration", "iterations", "iter")
+        and variable.dtype.is_integer
+    ]
+    return max(steps, default=None)

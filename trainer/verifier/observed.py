@@ -1,0 +1,108 @@
+"""The observer's records in a worker's log, read back: what its program's strategy was and its model's state.
+
+The observer (trainer/observer/) writes `{"event": "observed", "kind": KIND, "session": S, ...}`
+lines, which the launcher copies into the worker's log when the program ends:
+- `strategy`: `class`, `replicas`, `cluster` (`{"worker": [ADDRESS, ...]}`), `task` (`type`,
+  `index`), `net` (this host's counters, `sent` and `received` bytes);
+- `state`: `point` (`epoch`, `checkpoint` or `end`), `index` (the epoch's number, the checkpoint's,
+  1 for the end), `step` (the optimizer's), `variables` (`[name, kind, dtype, shape, hash]` each),
+  `bytes`, `trainable_bytes`, `logs` (an epoch's), `net`, `seconds` (what the fingerprint took);
+- `error`: `where` and `error`, an error of the observer's own.
+
+A session is one process's records. A log may hold several: a program's subprocesses that import
+TensorFlow, and each run of a cluster restarted by the keeper, in order.
+"""
+
+import dataclasses
+
+from trainer.verifier.events import events
+
+COMPARED = frozenset({"trainable", "mirrored", "outside"})  # Kinds that must be bitwise the same on every worker.
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Variable:
+    name: str
+    kind: str
+    dtype: str
+    shape: str
+    hash: str
+
+    @property
+    def compared(self) -> bool:
+        return self.kind in COMPARED
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class State:
+    point: str
+    index: int
+    step: int | None
+    variables: tuple[Variable, ...]
+    bytes: int
+    trainable_bytes: int
+    logs: dict
+    net: dict | None
+    seconds: float
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.point, self.index
+
+    @property
+    def label(self) -> str:
+        where = "the end" if self.point == "end" else f"{self.point} {self.index}"
+        return where if self.step is None else f"{where} (step {self.step})"
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class Session:
+    strategy: dict | None
+    states: tuple[State, ...]
+    errors: tuple[str, ...]
+
+
+def sessions(log: str) -> list[Session]:
+    """The program's sessions in the order they began: those that made a strategy, else those that recorded state."""
+    order: dict[str, list[dict]] = {}
+    for record in events(log, "observed"):
+        order.setdefault(str(record.get("session")), []).append(record)
+    found = [_session(records) for records in order.values()]
+    with_strategy = [session for session in found if session.strategy is not None]
+    return with_strategy or [session for session in found if session.states or session.errors]
+
+
+def _session(records: list[dict]) -> Session:
+    strategies = [record for record in records if record.get("kind") == "strategy"]
+    states = (_state(record) for record in records if record.get("kind") == "state")
+    return Session(
+        strategy=strategies[0] if strategies else None,
+        states=tuple(state for state in states if state is not None),
+        errors=tuple(f"{r.get('where')}: {r.get('error')}" for r in records if r.get("kind") == "error"),
+    )
+
+
+def _state(record: dict) -> State | None:
+    """The state a record holds, or None when it is not one the observer wrote (a line of another shape)."""
+    try:
+        return _parse_state(record)
+    except (TypeError, ValueError):
+        return None
+
+
+def _parse_state(record: dict) -> State:
+    return State(
+        point=str(record.get("point")),
+        index=int(record.get("index") or 0),
+        step=record.get("step"),
+        variables=tuple(_variable(*entry) for entry in record.get("variables", ())),
+        bytes=int(record.get("bytes") or 0),
+        trainable_bytes=int(record.get("trainable_bytes") or 0),
+        logs=dict(record.get("logs") or {}),
+        net=record.get("net"),
+        seconds=float(record.get("seconds") or 0.0),
+    )
+
+
+def _variable(name, kind, dtype, shape, hash_) -> Variable:
+    return Variable(name=str(name), kind=str(kind), dtype=str(dtype), shape=str(shape), hash=str(hash_))
