@@ -23,6 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import observer_cost  # scripts/observer_cost.py, the same way.
 import workers as cluster_override  # scripts/workers.py: Python puts this file's folder on the path.
 from compose_project import ComposeProject  # scripts/compose_project.py, the same way.
 
@@ -630,11 +631,13 @@ def main(argv: list[str]) -> int:
 writes:
   docs/benchmark.md, docs/benchmark.json, docs/benchmark.png    (every case but the network's)
   docs/network-benchmark.md                                     (with --network)
+  docs/observer-benchmark.md                                    (with --observer)
 
 examples:
   scripts/benchmark                          # every case, 5 runs each (about 10 minutes)
   scripts/benchmark --runs 9                 # steadier medians, slower
   scripts/benchmark --network --steps 20     # training time under each network profile
+  scripts/benchmark --observer --runs 3      # what the synchronization check's observer costs
 
 exit status:
   0    ok: measured, and the figures written
@@ -651,6 +654,11 @@ exit status:
         help="only training time under each network profile, against lan (default: off)",
     )
     parser.add_argument(
+        "--observer",
+        action="store_true",
+        help="only the observer's cost on the examples, against each training program (default: off)",
+    )
+    parser.add_argument(
         "--steps", type=int, default=50, metavar="N", help="with --network: steps an epoch (default: 50)"
     )
     arguments = parser.parse_args(argv)
@@ -661,6 +669,14 @@ exit status:
     if arguments.network:
         text = network_table(arguments.runs, arguments.steps)
         (DOCS / "network-benchmark.md").write_text("# Training under each network profile\n\n" + text)
+        print(text)
+        return 0
+    if arguments.observer:
+        observed = observer_cost.measure(
+            arguments.runs, project=PROJECT, bare_processes=bare_processes, tutorial=TUTORIAL
+        )
+        text = observer_cost.table(observed)
+        (DOCS / "observer-benchmark.md").write_text("# The observer's cost\n\n" + text)
         print(text)
         return 0
     result = measure(arguments.runs)

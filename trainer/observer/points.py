@@ -12,6 +12,8 @@ import weakref
 
 from . import network
 
+PRUNE_AT = 4096  # References to variables kept before the dead ones are dropped.
+
 
 def guarded(method):
     """Runs the handler; an exception is recorded (once per handler), never raised into the program."""
@@ -34,6 +36,7 @@ class Observer:
         self.journal = journal
         self.failed: set[str] = set()
         self._variables: list[weakref.ref] = []  # Every variable the program made, in order.
+        self._prune_at = PRUNE_AT
         self._strategies = 0
         self._checkpoints = 0
         self._inside = threading.local()  # A checkpoint written by another (async) one is recorded once.
@@ -65,6 +68,9 @@ class Observer:
 
     def variable_made(self, variable) -> None:
         self._variables.append(weakref.ref(variable))
+        if len(self._variables) >= self._prune_at:  # A program that makes variables as it goes leaks no references.
+            self._variables = [ref for ref in self._variables if ref() is not None]
+            self._prune_at = max(PRUNE_AT, 2 * len(self._variables))
 
     def not_state(self, variable) -> None:
         """Leaves out a variable of TensorFlow's own machinery, made while the program's strategy was."""

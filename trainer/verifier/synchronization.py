@@ -147,9 +147,11 @@ def _compared(state: State) -> dict[str, tuple[str, str, str]]:
 
 
 def _missing_points(observed: dict[str, list[Session]]) -> list[str]:
+    """Epochs and ends some workers recorded and others did not. Checkpoints are left out: a program
+    may write them on its chief alone (against TensorFlow's advice), and that is no divergence."""
     last = {name: sessions[-1] for name, sessions in observed.items()}
     missing = []
-    for key in _keys(last.values()):
+    for key in (key for key in _keys(last.values()) if key[0] != "checkpoint"):
         lacking = [name for name, session in last.items() if _at(session, key) is None]
         if lacking:
             having = next(_at(session, key) for session in last.values() if _at(session, key))
