@@ -195,12 +195,17 @@ def _proven(observed: dict[str, list[Session]], expected_workers: int) -> tuple[
     sessions = next(iter(observed.values()))
     points = [state for session in sessions for state in session.states]
     last = points[-1]
-    compared = [v for v in last.variables if v.compared]
-    local = [v.name for v in last.variables if v.kind == "local"]
+    # The figures of the fullest point: a program's end may hold less than its checkpoints did, when
+    # it let its optimizer go before it exited (the observer holds no variable alive).
+    counts = [sum(1 for v in point.variables if v.compared) for point in points]
+    fullest = points[counts.index(max(counts))]
+    compared = [v for v in fullest.variables if v.compared]
+    local = [v.name for v in fullest.variables if v.kind == "local"]
     span = f"at {last.label}" if len(points) == 1 else f"from {points[0].label} to {last.label}"
     local_part = f"; local to each worker (ON_READ), not compared: {_names(local)}" if local else ""
     at = _count(len(points), "point")
-    state = f"{_count(len(compared), 'variable')}, {size(sum(_bytes(v) for v in compared))}"
+    up_to = "up to " if len(set(counts)) > 1 else ""
+    state = f"{up_to}{_count(len(compared), 'variable')}, {size(sum(_bytes(v) for v in compared))}"
     workers = f"{len(observed)} of {expected_workers} workers"
     lines = [f"state: bitwise identical on {workers} at {at}, {span}: {state}{local_part}"]
     exchanged = _exchanged(observed)
