@@ -673,7 +673,7 @@ exit status:
         return 0
     if arguments.observer:
         observed = observer_cost.measure(
-            arguments.runs, project=PROJECT, bare_processes=bare_processes, tutorial=TUTORIAL
+            arguments.runs, project=project(), bare_processes=bare_processes, tutorial=TUTORIAL
         )
         text = observer_cost.table(observed)
         (DOCS / "observer-benchmark.md").write_text("# The observer's cost\n\n" + text)

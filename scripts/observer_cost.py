@@ -43,17 +43,21 @@ _USED = re.compile(r"(worker-\d+)-1 +\| launcher \| \S+: training program used (
 _RECORD = re.compile(r"(worker-\d+)-1 +\| (\{\"event\":\"observed\".*)$")
 
 
-def observed_run(arguments: list[str], project: str) -> dict:
-    """One scripts/run: the busiest worker's observer seconds, its program's seconds, the points."""
-    result = subprocess.run(
-        [str(ROOT / "scripts" / "run"), *arguments],
-        cwd=ROOT,
-        env={**os.environ, "COMPOSE_PROJECT_NAME": project},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+def observed_run(arguments: list[str], project) -> dict:
+    """One scripts/run as `project` (the benchmark's), taken down after: the busiest worker's observer
+    seconds, its program's seconds, the points."""
+    try:
+        result = subprocess.run(
+            [str(ROOT / "scripts" / "run"), *arguments],
+            cwd=ROOT,
+            env={**os.environ, "COMPOSE_PROJECT_NAME": project.name},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+    finally:
+        project.down(check=True)  # scripts/run leaves its last run's stopped containers, as Compose does.
     if result.returncode != 0 or "verdict: PASS" not in result.stdout:
         raise RuntimeError(f"scripts/run {' '.join(arguments)} failed (exit {result.returncode}):\n{result.stdout}")
     observer: dict[str, float] = {}
@@ -76,7 +80,8 @@ def bare_tutorial(observed: bool, bare_processes, tutorial: Path) -> float:
     return time.monotonic() - started
 
 
-def measure(runs: int, *, project: str, bare_processes, tutorial: Path) -> dict:
+def measure(runs: int, *, project, bare_processes, tutorial: Path) -> dict:
+    """`project`: the benchmark's Compose project (scripts/compose_project.py), which every run is taken down as."""
     examples = {name: [] for name in EXAMPLES}
     bare = {"without": [], "with": []}
     for run in range(runs):
