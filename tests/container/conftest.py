@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-# scripts/compose_project.py (pytest puts scripts/ on the path). Renamed here, since this file's
+# scripts/tfcluster/cluster/compose.py (pytest puts scripts/ on the path). Renamed here, since this file's
 # ComposeProject is the tests' own kind of it, and its fixture is called compose_project.
-from compose_project import ComposeProject as SharedComposeProject
-from compose_project import unique_name
+from tfcluster.cluster.compose import ComposeProject as SharedComposeProject
+from tfcluster.cluster.compose import unique_name
 
 from tests.conftest import ROOT
 

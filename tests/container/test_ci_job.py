@@ -14,8 +14,8 @@ from xml.etree import ElementTree
 
 import pytest
 import yaml
-
 from scripts.compose_project import unique_name
+
 from tests.container.conftest import ROOT
 from trainer.contract.exitcodes import ExitCode
 

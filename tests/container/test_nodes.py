@@ -18,8 +18,8 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import node_hosts  # scripts/node_hosts.py (pytest puts scripts/ on the path): where a host's parts are.
 import pytest
+from tfcluster.nodes import hosts as node_hosts
 
 from tests.conftest import ROOT
 

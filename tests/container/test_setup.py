@@ -5,8 +5,8 @@ import os
 import subprocess
 
 import pytest
-
 from scripts.compose_project import unique_name
+
 from tests.container.conftest import ROOT
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]

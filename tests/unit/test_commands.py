@@ -14,16 +14,23 @@ import sys
 import tarfile
 from pathlib import Path
 
-import commands_doc  # scripts/commands_doc.py: pytest puts scripts/ on the path (pyproject.toml).
 import pytest
-import run  # scripts/run.py, the same way.
-import workers  # scripts/workers.py, the same way.
 import yaml
+from tfcluster import paths
+from tfcluster.ci import hostpaths
+from tfcluster.cluster import build, scaling, steps
+from tfcluster.cluster import plan as run_plan
+from tfcluster.commands import docs as commands_doc
+from tfcluster.commands import run, workers
+from tfcluster.project import baking, requirements
+from tfcluster.project.options import Project
 
 from tests.conftest import ROOT
 from trainer.contract.exitcodes import ExitCode
 
 COMMANDS = [command for command, _purpose in commands_doc.COMMANDS]
+# The Compose commands of a run, as they are run.
+DOWN, UP, STOP = (("docker", "compose", *arguments) for arguments in (steps.DOWN, steps.UP, steps.STOP))
 COPIED = [
     "scripts",
     "trainer",
@@ -152,22 +159,24 @@ def test_exit_codes_are_named_as_in_the_contract(sandbox, command):
             assert meaning.startswith(ExitCode(code).name.lower().replace("_", " ")), (code, meaning)
 
 
-def test_scripts_benchmark_prints_benchmark_pys_own_help(sandbox):
-    # The wrapper hands --help to benchmark.py itself (run by python3: nothing third-party is
-    # imported at its top), so the two cannot drift.
+def test_scripts_benchmark_prints_the_benchmark_commands_own_help(sandbox):
+    # The wrapper hands --help to tfcluster.commands.benchmark itself (run by python3: nothing
+    # third-party is imported at its top), so the two cannot drift.
     wrapper = sandbox.run("scripts/benchmark", "--help")
     direct = subprocess.run(
-        [sys.executable, str(sandbox.root / "scripts" / "benchmark.py"), "--help"],
-        env=sandbox.environment,
+        [sys.executable, "-m", "tfcluster.commands.benchmark", "--help"],
+        cwd=sandbox.root,
+        env={**sandbox.environment, "PYTHONPATH": f"{sandbox.root / 'scripts'}:{sandbox.root}"},
         capture_output=True,
         text=True,
         timeout=60,
     )
+    assert direct.returncode == 0, direct.stderr
     assert wrapper.stdout == direct.stdout
 
 
-def test_scripts_benchmark_accepts_every_option_of_benchmark_py(sandbox):
-    # The wrapper checks benchmark.py's arguments before the set-up: it must know the same options.
+def test_scripts_benchmark_accepts_every_option_of_the_benchmark_command(sandbox):
+    # The wrapper checks tfcluster.commands.benchmark's arguments before the set-up: it must know the same options.
     # Each known one is followed by a bad one, so that nothing ever gets past the check.
     text = sandbox.run("scripts/benchmark", "--help").stdout
     options = re.findall(r"^  (--[a-z-]+)( N)?", text, re.MULTILINE)
@@ -344,7 +353,7 @@ def test_the_dry_run_shows_your_settings_script_and_profile(sandbox, tmp_path):
 def test_the_dry_run_of_one_worker_shows_its_own_pass_mark(sandbox):
     text = sandbox.run("scripts/run", "--workers", "1", "--dry-run").stdout
     assert re.search(r"^  worker-0 +0 +worker-0$", text, re.MULTILINE)
-    assert f"  TRAIN_MIN_ACCURACY={workers.SINGLE_WORKER_MIN_ACCURACY}\n" in text
+    assert f"  TRAIN_MIN_ACCURACY={scaling.SINGLE_WORKER_MIN_ACCURACY}\n" in text
 
 
 def test_the_dry_run_shows_each_workers_cpus_and_the_slowed_ones(sandbox):
@@ -367,7 +376,7 @@ def test_the_dry_run_shows_each_workers_cpus_and_the_slowed_ones(sandbox):
 def test_the_slowed_limits_are_one_override_named_last(recorded, tmp_path):
     status, recorder = recorded(["--slow", "worker-1=0.25,worker-0=1.5", "--network", "lan"])
     assert status == 0
-    assert recorder.commands[2][0] == run.UP
+    assert recorder.commands[2][0] == UP
     assert recorder.commands[2][1]["env"]["COMPOSE_FILE"] == (
         "compose.yaml:compose.network.yaml:.tfcluster/compose.slow.yaml"
     )
@@ -415,8 +424,8 @@ def test_in_a_container_a_bind_source_the_engine_does_not_see_is_refused_before_
         asked.append((sources, image))
         return ["--dev"]
 
-    monkeypatch.setattr(run.hostpaths, "in_container", lambda _environment: True)
-    monkeypatch.setattr(run.hostpaths, "unseen", unseen)
+    monkeypatch.setattr(hostpaths, "in_container", lambda _environment: True)
+    monkeypatch.setattr(hostpaths, "unseen", unseen)
     status, recorder = recorded(["--dev"])
     assert status == 2
     assert asked == [({"--dev": str(tmp_path / "trainer")}, "tfcluster:latest")]
@@ -425,31 +434,31 @@ def test_in_a_container_a_bind_source_the_engine_does_not_see_is_refused_before_
 
 
 def test_outside_a_container_or_with_nothing_mounted_nothing_is_checked(recorded, monkeypatch):
-    monkeypatch.setattr(run.hostpaths, "unseen", lambda *_: pytest.fail("checked"))
+    monkeypatch.setattr(hostpaths, "unseen", lambda *_: pytest.fail("checked"))
     assert recorded(["--dev"])[0] == 0
-    monkeypatch.setattr(run.hostpaths, "in_container", lambda _environment: True)
+    monkeypatch.setattr(hostpaths, "in_container", lambda _environment: True)
     assert recorded([])[0] == 0
 
 
 def test_the_bind_sources_of_a_plan_are_what_its_workers_mount(tmp_path):
-    project = run.Project(
+    project = Project(
         arguments=(), directory="/p", command=("python", "train.py"), data="/d", variables={},
         requirements=(), requirements_file=None, image=None,
     )  # fmt: skip
-    assert run.Plan(2, False, None, None, project, dev=True).bind_sources() == {
+    assert run_plan.Plan(2, False, None, None, project, dev=True).bind_sources() == {
         "--project": "/p",
         "--data": "/d",
-        "--dev": str(run.ROOT / "trainer"),
+        "--dev": str(paths.ROOT / "trainer"),
     }
-    assert run.Plan(2, False, None, "/s/train.py").bind_sources() == {"TRAINER_SCRIPT": "/s/train.py"}
-    assert run.Plan(2, False, None, None).bind_sources() == {}
+    assert run_plan.Plan(2, False, None, "/s/train.py").bind_sources() == {"TRAINER_SCRIPT": "/s/train.py"}
+    assert run_plan.Plan(2, False, None, None).bind_sources() == {}
 
 
 def test_without_the_development_mode_nothing_is_mounted_over_the_code(recorded):
     status, recorder = recorded([])
     assert status == 0
     assert recorder.commands[0][0][1:] == ()
-    assert run.devmode.DEV_FILE not in recorder.commands[2][1]["env"]["COMPOSE_FILE"]
+    assert ".tfcluster/compose.dev.yaml" not in recorder.commands[2][1]["env"]["COMPOSE_FILE"]
 
 
 def test_a_slowed_worker_beyond_the_machines_cores_is_refused_before_anything_starts(sandbox):
@@ -740,7 +749,7 @@ def test_the_dry_run_of_your_project_data_variables_and_three_workers(sandbox, t
         "               through .tfcluster/env (env_file), with TFCLUSTER_USER_ENV=BATCH,GREETING,TF_USE_LEGACY_KERAS\n"
     ) in text
     # Normalized, sorted, and named after: an image of their own.
-    tag = run.training_project.image_tag(["rich==15.0.0", "tqdm>=4.0"])
+    tag = requirements.image_tag(["rich==15.0.0", "tqdm>=4.0"])
     assert re.fullmatch(r"tfcluster-project:[0-9a-f]{12}", tag)
     assert "requirements   rich==15.0.0 tqdm>=4.0 (EXTRA_REQUIREMENTS)\n" in text
     assert f"in the image {tag} (TFCLUSTER_IMAGE: its name, from requirements)\n" in text
@@ -775,7 +784,7 @@ def test_your_own_image_name_wins_over_the_one_made_from_requirements(sandbox, t
 
 
 def test_the_image_tag_depends_on_the_requirements_only():
-    tag = run.training_project.image_tag
+    tag = requirements.image_tag
     assert tag(["tqdm==4.67.1"]) == tag(["tqdm==4.67.1"])
     assert tag(["tqdm==4.67.1"]) != tag(["tqdm==4.67.0"])
 
@@ -784,7 +793,7 @@ def test_the_image_tag_depends_on_the_requirements_only():
 
 
 class Recorder:
-    """Stands in for subprocess.run in scripts/run.py: records each command, returns set codes."""
+    """Stands in for subprocess.run in scripts/tfcluster/commands/run.py: records each command, returns set codes."""
 
     def __init__(self, codes: dict[str, int]):
         self.codes = codes
@@ -799,12 +808,12 @@ class Recorder:
 @pytest.fixture
 def recorded(tmp_path, monkeypatch):
     # This machine may itself be a container; a test of whether a run checks its mounts sets its own.
-    monkeypatch.setattr(run.hostpaths, "in_container", lambda _environment: False)
+    monkeypatch.setattr(hostpaths, "in_container", lambda _environment: False)
 
     def start(argv, codes=None, **variables):
         recorder = Recorder(codes or {})
-        monkeypatch.setattr(run, "ROOT", tmp_path)
-        monkeypatch.setattr(run.subprocess, "run", recorder)
+        monkeypatch.setattr(paths, "ROOT", tmp_path)
+        monkeypatch.setattr(subprocess, "run", recorder)
         for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE", "EXTRA_REQUIREMENTS", "TFCLUSTER_IMAGE"):
             monkeypatch.delenv(name, raising=False)
         for name, value in variables.items():
@@ -819,9 +828,9 @@ def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_pat
     assert status == 7
     assert [command for command, _ in recorder.commands] == [
         (str(tmp_path / "scripts" / "setup"),),
-        run.DOWN,
-        run.UP,
-        run.STOP,
+        DOWN,
+        UP,
+        STOP,
     ]
     for _command, options in recorder.commands:
         assert options["cwd"] == tmp_path
@@ -829,7 +838,7 @@ def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_pat
     # The verifier's output is the user's; down's and stop's are not.
     assert "stdout" not in recorder.commands[2][1]
     assert recorder.commands[1][1]["stdout"] == recorder.commands[3][1]["stdout"] == subprocess.DEVNULL
-    assert (tmp_path / "compose.workers.yaml").read_text() == workers.render(3)
+    assert (tmp_path / "compose.workers.yaml").read_text() == scaling.render(3)
 
 
 def test_a_failed_setup_ends_the_run_with_its_status(recorded):
@@ -866,7 +875,7 @@ def test_your_project_reaches_compose_and_its_variables_the_env_file(recorded, t
     assert environment["TFCLUSTER_COMMAND"] == "python train.py"
     assert environment["TFCLUSTER_ENV_FILE"] == str(tmp_path / ".tfcluster" / "env")
     assert environment["EXTRA_REQUIREMENTS"] == "tqdm==4.67.1"
-    assert environment["TFCLUSTER_IMAGE"] == run.training_project.image_tag(["tqdm==4.67.1"])
+    assert environment["TFCLUSTER_IMAGE"] == requirements.image_tag(["tqdm==4.67.1"])
     assert "TFCLUSTER_DATA" not in environment
     # Written before the set-up, quoted so that Compose reads the value back as it was given.
     assert (
@@ -874,7 +883,7 @@ def test_your_project_reaches_compose_and_its_variables_the_env_file(recorded, t
         .read_text()
         .endswith('GREETING="it\'s \\$HOME"\nTFCLUSTER_USER_ENV=GREETING\n')
     )
-    assert (tmp_path / "compose.workers.yaml").read_text() == workers.render(3, project=True)
+    assert (tmp_path / "compose.workers.yaml").read_text() == scaling.render(3, project=True)
 
 
 def test_a_project_without_variables_still_gets_a_fresh_env_file(recorded, tmp_path):
@@ -982,26 +991,28 @@ def test_a_baked_run_builds_after_the_setup_and_runs_the_image_unmounted(recorde
     (project / "train.py").write_text("")
     baked, removed = [], []
 
-    def bake(plan_project, environment):
+    def bake(plan_project, environment, _root):
         baked.append((plan_project.directory, environment["COMPOSE_FILE"], "TFCLUSTER_BAKED_IMAGE" in environment))
         return "tfcluster-baked:0123456789ab", 0
 
-    monkeypatch.setattr(run, "bake", bake)
-    monkeypatch.setattr(run, "remove_superseded", lambda _project, current, _quiet: removed.append(current))
+    monkeypatch.setattr(build, "bake", bake)
+    monkeypatch.setattr(
+        build, "remove_superseded", lambda _project, current, _environment, _root: removed.append(current)
+    )
     status, recorder = recorded(["--project", str(project), "--bake", "--workers", "3"], codes={"up": 7})
     assert status == 7
     assert [command for command, _ in recorder.commands] == [
         (str(tmp_path / "scripts" / "setup"),),
-        run.DOWN,
-        run.UP,
-        run.STOP,
+        DOWN,
+        UP,
+        STOP,
     ]
     # Built after the set-up (which builds the image it is built on), named only then.
     assert baked == [(str(project.resolve()), "compose.yaml:compose.workers.yaml", False)]
     environment = recorder.commands[2][1]["env"]
     assert environment["TFCLUSTER_BAKED_IMAGE"] == "tfcluster-baked:0123456789ab"
     assert "TFCLUSTER_PROJECT" not in environment
-    assert (tmp_path / "compose.workers.yaml").read_text() == workers.render(3, project=True, baked=True)
+    assert (tmp_path / "compose.workers.yaml").read_text() == scaling.render(3, project=True, baked=True)
     assert removed == ["tfcluster-baked:0123456789ab"]
 
 
@@ -1009,7 +1020,7 @@ def test_a_failed_bake_ends_the_run_before_compose(recorded, tmp_path, monkeypat
     project = tmp_path / "mine"
     project.mkdir()
     (project / "train.py").write_text("")
-    monkeypatch.setattr(run, "bake", lambda _project, _environment: (None, 1))
+    monkeypatch.setattr(build, "bake", lambda _project, _environment, _root: (None, 1))
     status, recorder = recorded(["--project", str(project), "--bake", "--tag", "mine:1"])
     assert status == 1
     assert len(recorder.commands) == 1  # The set-up only.
@@ -1045,24 +1056,21 @@ class FakeBuild:
 
 @pytest.fixture
 def docker_build(monkeypatch):
-    """scripts/run.py's Docker calls, faked: `image inspect` answers an id, `build` is a FakeBuild."""
+    """A bake's Docker calls (tfcluster/cluster/build.py), faked: `image inspect` answers an id, `build` a FakeBuild."""
     inspected = []
 
     def inspect(command, **_options):
         inspected.append(command)
         return subprocess.CompletedProcess(command, 0, stdout="sha256:" + "1" * 64 + "\n", stderr="")
 
-    monkeypatch.setattr(run.subprocess, "run", inspect)
-    monkeypatch.setattr(run.subprocess, "Popen", FakeBuild)
+    monkeypatch.setattr(subprocess, "run", inspect)
+    monkeypatch.setattr(subprocess, "Popen", FakeBuild)
     monkeypatch.setattr(FakeBuild, "status", 0)
     return inspected
 
 
-def baked_plan(*arguments: str) -> run.Plan:
-    def fail(message):
-        raise AssertionError(message)
-
-    return run.make_plan(run.parser().parse_args(list(arguments)), {}, fail)
+def baked_plan(*arguments: str) -> run_plan.Plan:
+    return run.cluster_of(run.parser().parse_args(list(arguments)), {}).plan()
 
 
 @pytest.fixture
@@ -1100,11 +1108,11 @@ def test_bake_sends_the_project_as_docker_would_with_caches_git_venvs_and_data_l
     docker_build, untidy_project, capsys
 ):
     plan = baked_plan("--project", str(untidy_project), "--data", str(untidy_project / "data"), "--bake")
-    tag, status = run.bake(plan.project, {"TFCLUSTER_IMAGE": "tfcluster:latest"})
+    tag, status = build.bake(plan.project, {"TFCLUSTER_IMAGE": "tfcluster:latest"}, paths.ROOT)
     assert status == 0
     assert re.fullmatch(r"tfcluster-baked:[0-9a-f]{12}", tag)
     assert docker_build == [["docker", "image", "inspect", "--format", "{{.Id}}", "tfcluster:latest"]]
-    label = run.training_project.folder_label(str(untidy_project))
+    label = baking.folder_label(str(untidy_project))
     assert FakeBuild.last.command == [
         *("docker", "build", "--quiet", "--file", ".tfcluster-project.Dockerfile", "--tag", tag),
         *("--build-arg", "TFCLUSTER_IMAGE=tfcluster:latest", "--label", f"tfcluster.project.folder={label}", "-"),
@@ -1140,7 +1148,7 @@ def test_a_project_without_a_dockerignore_sends_one_that_leaves_itself_out(docke
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "train.py").write_text("")
     plan = baked_plan("--project", str(tmp_path / "mine"), "--bake", "--tag", "mine:1")
-    assert run.bake(plan.project, {"TFCLUSTER_IMAGE": "tfcluster:latest"}) == ("mine:1", 0)
+    assert build.bake(plan.project, {"TFCLUSTER_IMAGE": "tfcluster:latest"}, paths.ROOT) == ("mine:1", 0)
     assert docker_build == []  # Named by you: no id is needed.
     with tarfile.open(fileobj=io.BytesIO(FakeBuild.last.stdin.kept)) as context:
         assert context.extractfile(".dockerignore").read() == b".dockerignore\n.tfcluster-project.Dockerfile\n"
@@ -1153,7 +1161,7 @@ def test_a_failed_build_shows_dockers_message_and_its_status(docker_build, monke
     monkeypatch.setattr(FakeBuild, "status", 1)
     monkeypatch.setattr(FakeBuild, "errors", b"pull access denied for nowhere\n")
     plan = baked_plan("--project", str(tmp_path / "mine"), "--bake", "--tag", "mine:1")
-    assert run.bake(plan.project, {"TFCLUSTER_IMAGE": "nowhere:1"}) == (None, 1)
+    assert build.bake(plan.project, {"TFCLUSTER_IMAGE": "nowhere:1"}, paths.ROOT) == (None, 1)
     error = capsys.readouterr().err
     assert "pull access denied for nowhere\n" in error
     assert error.endswith("run: --bake: docker build of mine:1 failed (exit status 1)\n")
@@ -1162,7 +1170,7 @@ def test_a_failed_build_shows_dockers_message_and_its_status(docker_build, monke
 def test_the_baked_images_name_follows_the_files_and_the_base_image_not_the_times(tmp_path):
     (tmp_path / "mine").mkdir()
     (tmp_path / "mine" / "train.py").write_text("print(1)\n")
-    project = run.training_project
+    project = baking
 
     def name(base_id: str) -> str:
         context = project.bake_context(str(tmp_path / "mine"), None)
@@ -1206,5 +1214,5 @@ DOCKERIGNORE_CASES = [
 
 @pytest.mark.parametrize(("patterns", "path", "left_out"), DOCKERIGNORE_CASES)
 def test_the_dockerignore_is_read_as_docker_reads_it(patterns, path, left_out):
-    project = run.training_project
+    project = baking
     assert project.ignored(path, project.parse_dockerignore(patterns, ".dockerignore")) is left_out

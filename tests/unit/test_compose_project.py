@@ -1,4 +1,4 @@
-"""scripts/compose_project.py: the `docker compose` commands it builds and the environment it gives them.
+"""scripts/tfcluster/cluster/compose.py: the `docker compose` commands it builds and the environment it gives them.
 
 Nothing here runs Docker: the commands are built, not run.
 """
@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from compose_project import ROOT, ComposeProject, unique_name  # pytest puts scripts/ on the path.
+from tfcluster.cluster.compose import ROOT, ComposeProject, unique_name
 
 from tests.conftest import ROOT as TESTS_ROOT
 

@@ -1,10 +1,10 @@
-"""scripts/hostpaths.py: when a run is in a container other than its engine's host, and what it says."""
+"""scripts/tfcluster/ci/hostpaths.py: when a run is in a container other than its engine's host, and what it says."""
 
 import socket
 import subprocess
 
-import hostpaths  # scripts/hostpaths.py: pytest puts scripts/ on the path (pyproject.toml).
 import pytest
+from tfcluster.ci import hostpaths
 
 
 @pytest.fixture

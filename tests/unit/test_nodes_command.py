@@ -6,9 +6,9 @@ user; tests/container/test_nodes.py runs the rest on real namespaces and engines
 
 import subprocess
 
-import node_hosts  # scripts/node_hosts.py (pytest puts scripts/ on the path)
-import nodes  # scripts/nodes.py, the same way
 import pytest
+from tfcluster.nodes import hosts as node_hosts
+from tfcluster.nodes import operations
 
 from tests.conftest import ROOT
 
@@ -64,24 +64,24 @@ PRESENT = [node_hosts.node(1), node_hosts.node(2), node_hosts.node(3)]
 )
 def test_a_fault_names_a_kind_and_a_node_other_than_the_manager(text, message):
     if message is None:
-        fault = nodes.parse_fault(text, PRESENT)
+        fault = operations.parse_fault(text, PRESENT)
         assert (fault.kind, fault.host.name) == tuple(text.split("="))
         assert fault.named == {"kill": "host down", "cut": "host partitioned"}[fault.kind]
         return
-    with pytest.raises(nodes.Refused) as refused:
-        nodes.parse_fault(text, PRESENT)
+    with pytest.raises(operations.Refused) as refused:
+        operations.parse_fault(text, PRESENT)
     assert str(refused.value) == message
 
 
 def test_the_run_waits_as_long_as_the_workers_may_live():
-    assert nodes.default_timeout({}) == 60 + 3600 + 30
-    assert nodes.default_timeout({"TF_JOIN_TIMEOUT": "10", "TF_RUN_TIMEOUT": "100"}) == 140
-    with pytest.raises(nodes.Refused, match="TF_RUN_TIMEOUT='soon' must be a number of seconds"):
-        nodes.default_timeout({"TF_RUN_TIMEOUT": "soon"})
+    assert operations.default_timeout({}) == 60 + 3600 + 30
+    assert operations.default_timeout({"TF_JOIN_TIMEOUT": "10", "TF_RUN_TIMEOUT": "100"}) == 140
+    with pytest.raises(operations.Refused, match="TF_RUN_TIMEOUT='soon' must be a number of seconds"):
+        operations.default_timeout({"TF_RUN_TIMEOUT": "soon"})
 
 
 def test_every_host_has_names_the_kernel_takes_and_an_address_of_its_own():
-    hosts = [node_hosts.node(number) for number in range(1, nodes.MAX_NODES + 1)] + [node_hosts.REGISTRY]
+    hosts = [node_hosts.node(number) for number in range(1, operations.MAX_NODES + 1)] + [node_hosts.REGISTRY]
     assert all(len(host.link) <= 15 for host in hosts)  # IFNAMSIZ less its terminating zero.
     assert len({host.address for host in hosts}) == len(hosts)
     assert all(host.address in node_hosts.SUBNET and host.address != node_hosts.MACHINE_ADDRESS for host in hosts)

@@ -179,3 +179,9 @@ def test_checks_hold_measured_figures_to_the_profile():
     band = checks(lossy, Link("worker-1", rtt_ms=0.2, loss=0.0144))[0].describe()
     assert band == "loss to worker-1 1.44% (expected 0.44% to 1.56%: ok)"
     assert checks(PROFILES["lan"], Link("worker-1", rtt_ms=0.2)) == []
+
+
+def test_the_shaper_defines_exactly_the_profiles_the_contract_names():
+    from trainer.contract.shaping import PROFILE_NAMES
+
+    assert tuple(PROFILES) == PROFILE_NAMES

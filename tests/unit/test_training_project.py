@@ -1,14 +1,14 @@
-"""scripts/training_project.py: your env files, requirements and command, read as Compose and pip would."""
+"""scripts/tfcluster/project/: your env files, requirements and command, read as Compose and pip would."""
 
 import pytest
-import training_project  # scripts/training_project.py: pytest puts scripts/ on the path (pyproject.toml).
-from training_project import Refusal
+from tfcluster.errors import Refusal
+from tfcluster.project import envfiles, names, program, requirements
 
 
 def parse(tmp_path, text: str, **environ: str) -> dict[str, str]:
     path = tmp_path / "settings.env"
     path.write_text(text)
-    return dict(training_project.parse_env_file(str(path), environ))
+    return dict(envfiles.parse_env_file(str(path), environ))
 
 
 def test_an_env_file_is_read_by_composes_documented_rules(tmp_path):
@@ -76,23 +76,23 @@ def test_a_multi_line_value_reads_back_as_it_was(tmp_path):
 
 def your_lines(variables: dict[str, str]) -> str:
     """The env file's text without its list of names, which is the harness's (and so refused)."""
-    text = training_project.env_file_text(variables)
+    text = envfiles.env_file_text(variables)
     return text[: text.rindex("TFCLUSTER_USER_ENV=")]
 
 
 def test_the_env_file_lists_your_names_for_the_launchers():
-    text = training_project.env_file_text({"B": "2", "A": "1"})
+    text = envfiles.env_file_text({"B": "2", "A": "1"})
     assert text.splitlines()[-3:] == ["A='1'", "B='2'", "TFCLUSTER_USER_ENV=A,B"]
-    assert training_project.env_file_text({}).endswith("\nTFCLUSTER_USER_ENV=\n")
+    assert envfiles.env_file_text({}).endswith("\nTFCLUSTER_USER_ENV=\n")
 
 
 def test_a_value_compose_cannot_hold_is_refused():
     with pytest.raises(Refusal, match="VALUE: a value with both a ' and a final"):
-        training_project.env_file_text({"VALUE": " it's a \\"})
+        envfiles.env_file_text({"VALUE": " it's a \\"})
 
 
 def test_later_sources_win():
-    assert training_project.merge([("A", "1"), ("B", "1")], [("A", "2")]) == {"B": "1", "A": "2"}
+    assert envfiles.merge([("A", "1"), ("B", "1")], [("A", "2")]) == {"B": "1", "A": "2"}
 
 
 @pytest.mark.parametrize(
@@ -111,13 +111,13 @@ def test_later_sources_win():
     ],
 )
 def test_the_reserved_names(name, allowed):
-    assert (training_project.reserved(name) is None) == allowed
+    assert (names.reserved(name) is None) == allowed
 
 
 def test_requirements_are_normalized_sorted_and_deduplicated(tmp_path):
     path = tmp_path / "requirements.txt"
     path.write_text("# mine\n\nTqdm >= 4.0, < 5  # progress\nrequests[Socks]\nrich==15.0.0\nrich==15.0.0\n")
-    assert training_project.parse_requirements(str(path)) == (["requests[socks]", "rich==15.0.0", "tqdm>=4.0,<5"], [])
+    assert requirements.parse_requirements(str(path)) == (["requests[socks]", "rich==15.0.0", "tqdm>=4.0,<5"], [])
 
 
 @pytest.mark.parametrize(
@@ -137,19 +137,19 @@ def test_a_requirement_line_that_is_not_a_specifier_is_refused_by_its_number(tmp
     path = tmp_path / "requirements.txt"
     path.write_text(f"tqdm\n{line}\n")
     with pytest.raises(Refusal) as refused:
-        training_project.parse_requirements(str(path))
+        requirements.parse_requirements(str(path))
     assert str(refused.value).startswith(f"{path} line 2: {line!r} {message}")
 
 
 @pytest.fixture
-def mounts(tmp_path) -> training_project.Mounts:
+def mounts(tmp_path) -> program.Mounts:
     (tmp_path / "project" / "model" / "cli").mkdir(parents=True)
     (tmp_path / "project" / "train.py").write_text("")
     (tmp_path / "project" / "model" / "train.py").write_text("")
     (tmp_path / "project" / "model" / "cli" / "__main__.py").write_text("")
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "prepare.py").write_text("")
-    return training_project.Mounts(str(tmp_path / "project"), str(tmp_path / "data"))
+    return program.Mounts(str(tmp_path / "project"), str(tmp_path / "data"))
 
 
 @pytest.mark.parametrize(
@@ -170,7 +170,7 @@ def mounts(tmp_path) -> training_project.Mounts:
     ],
 )
 def test_a_command_whose_program_can_be_found_or_cannot_be_known_passes(mounts, command):
-    training_project.check_command(training_project.split_command(command), mounts)
+    program.check_command(program.split_command(command), mounts)
 
 
 @pytest.mark.parametrize(
@@ -190,14 +190,14 @@ def test_a_command_whose_program_can_be_found_or_cannot_be_known_passes(mounts, 
 )
 def test_a_command_whose_program_is_missing_is_refused(mounts, command, message):
     with pytest.raises(Refusal) as refused:
-        training_project.check_command(training_project.split_command(command), mounts)
+        program.check_command(program.split_command(command), mounts)
     assert message in str(refused.value)
 
 
 def test_tensorflow_and_keras_are_the_images_own_and_not_installed_again(tmp_path):
     path = tmp_path / "requirements.txt"
     path.write_text("tensorflow\ntf-keras==2.21.0\nkeras\ntqdm==4.67.1\n")
-    assert training_project.parse_requirements(str(path)) == (
+    assert requirements.parse_requirements(str(path)) == (
         ["tqdm==4.67.1"],
         ["keras", "tensorflow", "tf-keras==2.21.0"],
     )
@@ -208,7 +208,7 @@ def test_another_tensorflow_than_the_images_is_refused_naming_it(tmp_path, line)
     path = tmp_path / "requirements.txt"
     path.write_text(f"{line}\n")
     with pytest.raises(Refusal) as refused:
-        training_project.parse_requirements(str(path))
+        requirements.parse_requirements(str(path))
     assert str(refused.value).startswith(f"{path} line 1: ")
     assert "conflicts with the image's" in str(refused.value)
 
@@ -229,7 +229,7 @@ def test_another_tensorflow_than_the_images_is_refused_naming_it(tmp_path, line)
 def test_a_version_range_the_images_tensorflow_meets_is_provided(tmp_path, line):
     path = tmp_path / "requirements.txt"
     path.write_text(f"{line}\n")
-    assert training_project.parse_requirements(str(path))[0] == []
+    assert requirements.parse_requirements(str(path))[0] == []
 
 
 @pytest.mark.parametrize("line", ["tensorflow<2.21", "tensorflow==2.20.*", "keras~=3.14.0", "tensorflow>2.21.0"])
@@ -237,4 +237,4 @@ def test_a_version_range_the_images_tensorflow_misses_is_refused(tmp_path, line)
     path = tmp_path / "requirements.txt"
     path.write_text(f"{line}\n")
     with pytest.raises(Refusal, match="conflicts with the image's"):
-        training_project.parse_requirements(str(path))
+        requirements.parse_requirements(str(path))

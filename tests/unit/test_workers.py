@@ -4,7 +4,9 @@ import json
 import re
 
 import pytest
-import workers  # scripts/workers.py: pytest puts scripts/ on the path (pyproject.toml).
+from tfcluster.cluster import scaling
+from tfcluster.commands import workers
+from tfcluster.deploy import kubernetes, swarm
 
 from tests.conftest import ROOT, run_python
 
@@ -16,13 +18,13 @@ def services(text: str) -> list[str]:
 def test_the_default_host_names_are_compose_yamls_own():
     # The override's naming must match the two services compose.yaml defines by hand.
     declared = re.search(r"^  TF_WORKER_HOSTS: (\S+)$", (ROOT / "compose.yaml").read_text(), re.MULTILINE)
-    assert declared.group(1) == ",".join(workers.worker_names(workers.DEFAULT_WORKERS))
-    for name in workers.worker_names(workers.DEFAULT_WORKERS):
+    assert declared.group(1) == ",".join(scaling.worker_names(scaling.DEFAULT_WORKERS))
+    for name in scaling.worker_names(scaling.DEFAULT_WORKERS):
         assert re.search(rf"^  {name}:$", (ROOT / "compose.yaml").read_text(), re.MULTILINE)
 
 
 def test_four_workers_extend_worker_1_and_all_share_one_host_list():
-    text = workers.render(4)
+    text = scaling.render(4)
     assert services(text) == ["worker-0", "worker-1", "worker-2", "worker-3", "verifier"]
     assert text.count("TF_WORKER_HOSTS: worker-0,worker-1,worker-2,worker-3\n") == 5
     assert text.count("extends: {file: compose.yaml, service: worker-1}") == 2
@@ -34,18 +36,18 @@ def test_four_workers_extend_worker_1_and_all_share_one_host_list():
 
 
 def test_one_worker_leaves_worker_1_out_of_the_run():
-    text = workers.render(1)
+    text = scaling.render(1)
     assert "  worker-1:\n    profiles: [not-in-this-cluster]" in text
     assert "depends_on: !override [worker-0]" in text
     assert "extends" not in text
     assert "      TRAIN_MIN_ACCURACY: ${TRAIN_MIN_ACCURACY:-0.7}\n" in text
-    assert "TRAIN_MIN_ACCURACY" not in workers.render(3)
+    assert "TRAIN_MIN_ACCURACY" not in scaling.render(3)
 
 
 @pytest.mark.parametrize("count", [0, 17, -1])
 def test_a_count_out_of_range_is_refused(count):
     with pytest.raises(ValueError, match=f"1 to 16, got {count}"):
-        workers.render(count)
+        scaling.render(count)
 
 
 @pytest.mark.parametrize("argument", ["0", "seventeen", "2.5"])
@@ -60,18 +62,18 @@ def test_the_command_writes_the_file_it_is_given(tmp_path):
     output = tmp_path / "compose.workers.yaml"
     result = run_python("scripts/workers.py", "3", "--output", str(output))
     assert result.returncode == 0, result.stderr
-    assert output.read_text() == workers.render(3)
+    assert output.read_text() == scaling.render(3)
 
 
 def test_every_worker_runs_your_own_trainer_exactly_as_compose_byo_yaml_says():
     byo = (ROOT / "compose.byo.yaml").read_text()
     # The same keys, indented as a service's, are compose.byo.yaml's anchor for the default two.
-    for line in workers.OWN_TRAINER_LINES:
+    for line in scaling.OWN_TRAINER_LINES:
         assert "\n" + line[2:] + "\n" in byo, line
-    text = workers.render(3, own_trainer=True)
+    text = scaling.render(3, own_trainer=True)
     assert text.count("    command: [python, /user/train.py]\n") == 3
     assert text.count(":/user/train.py:ro\n") == 3
-    assert "/user/train.py" not in workers.render(3)
+    assert "/user/train.py" not in scaling.render(3)
 
 
 def anchored_lines(lines: tuple[str, ...]) -> list[str]:
@@ -81,9 +83,9 @@ def anchored_lines(lines: tuple[str, ...]) -> list[str]:
 
 def test_every_worker_runs_your_project_exactly_as_compose_project_yaml_says():
     file = (ROOT / "compose.project.yaml").read_text()
-    for line in workers.PROJECT_LINES + workers.PROJECT_VOLUME + workers.PROJECT_ENVIRONMENT:
+    for line in scaling.PROJECT_LINES + scaling.PROJECT_VOLUME + scaling.PROJECT_ENVIRONMENT:
         assert anchored_lines((line,))[0] in file, line
-    text = workers.render(3, project=True)
+    text = scaling.render(3, project=True)
     assert text.count("    command: ${TFCLUSTER_COMMAND:-python train.py}\n") == 3
     assert text.count("    working_dir: /project\n") == 3
     assert text.count("        target: /project\n") == 3
@@ -93,9 +95,9 @@ def test_every_worker_runs_your_project_exactly_as_compose_project_yaml_says():
 
 def test_every_worker_gets_your_data_exactly_as_compose_data_yaml_says():
     file = (ROOT / "compose.data.yaml").read_text()
-    for line in workers.DATA_VOLUME + workers.DATA_ENVIRONMENT:
+    for line in scaling.DATA_VOLUME + scaling.DATA_ENVIRONMENT:
         assert anchored_lines((line,))[0] in file, line
-    text = workers.render(4, project=True, data=True)
+    text = scaling.render(4, project=True, data=True)
     assert text.count("        target: /data\n") == 4
     assert text.count("      TFCLUSTER_DATA_DIR: /data\n") == 4
     # One `volumes:` and one `environment:` a worker, which YAML allows only once.
@@ -151,11 +153,11 @@ def test_the_command_refuses_options_that_do_not_go_together(arguments, message)
 
 def test_your_project_and_your_own_trainer_are_refused_together_by_the_renderer():
     with pytest.raises(ValueError, match="do not go together"):
-        workers.render(3, own_trainer=True, project=True)
+        scaling.render(3, own_trainer=True, project=True)
     with pytest.raises(ValueError, match="data goes with a project"):
-        workers.render(3, data=True)
+        scaling.render(3, data=True)
     with pytest.raises(ValueError, match="a baked image goes with a project"):
-        workers.render(3, baked=True)
+        scaling.render(3, baked=True)
 
 
 # -- Your project baked into an image (scripts/run --bake) ----------------------------------------
@@ -163,15 +165,15 @@ def test_your_project_and_your_own_trainer_are_refused_together_by_the_renderer(
 
 def test_every_worker_runs_your_baked_project_exactly_as_compose_baked_yaml_says():
     file = (ROOT / "compose.baked.yaml").read_text()
-    for line in (workers.BAKED_IMAGE, *workers.PROJECT_LINES, *workers.PROJECT_ENVIRONMENT):
+    for line in (scaling.BAKED_IMAGE, *scaling.PROJECT_LINES, *scaling.PROJECT_ENVIRONMENT):
         assert anchored_lines((line,))[0] in file, line
     # worker-0 alone has a build in compose.yaml; the file resets it under worker-0's own key.
-    assert "\n  worker-0:\n    <<: *baked\n" + workers.BAKED_BUILD + "\n" in file
-    text = workers.render(4, project=True, baked=True, data=True)
+    assert "\n  worker-0:\n    <<: *baked\n" + scaling.BAKED_BUILD + "\n" in file
+    text = scaling.render(4, project=True, baked=True, data=True)
     assert text.startswith("# Generated by `scripts/workers.py 4 --project --baked --data`")
-    assert text.count(workers.BAKED_IMAGE + "\n") == 4
-    assert text.count(workers.BAKED_BUILD + "\n") == 1
-    assert text.index(workers.BAKED_BUILD) < text.index("  worker-1:")
+    assert text.count(scaling.BAKED_IMAGE + "\n") == 4
+    assert text.count(scaling.BAKED_BUILD + "\n") == 1
+    assert text.index(scaling.BAKED_BUILD) < text.index("  worker-1:")
     assert text.count("    command: ${TFCLUSTER_COMMAND:-python train.py}\n") == 4
     assert text.count("      TFCLUSTER_PROJECT_DIR: /project\n") == 4
     # No mount of the project, nor any mention of its folder on the host; the data stays mounted.
@@ -238,7 +240,7 @@ def no_host_paths(text: str) -> None:
 
 
 def test_a_swarm_stack_runs_a_baked_project_with_no_host_path():
-    stack = json.loads(workers.render_swarm(3, MODEL, image=BAKED, command=["python", "-m", "model.train", "$HOME"]))
+    stack = json.loads(swarm.render(3, MODEL, image=BAKED, command=["python", "-m", "model.train", "$HOME"]))
     worker, verifier = stack["services"]["worker"], stack["services"]["verifier"]
     assert worker["image"] == verifier["image"] == BAKED
     # `docker stack deploy` interpolates: the dollar is escaped so that the program gets it.
@@ -251,21 +253,21 @@ def test_a_swarm_stack_runs_a_baked_project_with_no_host_path():
 
 
 def test_a_swarm_stack_without_an_image_is_as_before():
-    stack = json.loads(workers.render_swarm(3, MODEL))
+    stack = json.loads(swarm.render(3, MODEL))
     assert stack["services"]["worker"]["image"] == "tfcluster:latest"
     assert "command" not in stack["services"]["worker"]
     assert "working_dir" not in stack["services"]["verifier"]
 
 
 def test_a_stack_for_several_nodes_puts_one_worker_on_each_and_has_no_verifier_service():
-    stack = json.loads(workers.render_swarm(3, MODEL, image=BAKED, one_per_node=True))
+    stack = json.loads(swarm.render(3, MODEL, image=BAKED, one_per_node=True))
     assert list(stack["services"]) == ["worker"]  # Its results volume would be each node's own.
     deploy = stack["services"]["worker"]["deploy"]
     assert deploy["placement"] == {"max_replicas_per_node": 1}
     assert deploy["endpoint_mode"] == "dnsrr"  # The names resolve to the tasks, across nodes.
     assert deploy["restart_policy"] == {"condition": "none"}
     assert stack["networks"]["cluster"] == {"driver": "overlay", "internal": True, "attachable": True}
-    assert "placement" not in json.loads(workers.render_swarm(3, MODEL))["services"]["worker"]["deploy"]
+    assert "placement" not in json.loads(swarm.render(3, MODEL))["services"]["worker"]["deploy"]
 
 
 def test_one_per_node_is_for_the_swarm_target_only(capsys):
@@ -274,7 +276,7 @@ def test_one_per_node_is_for_the_swarm_target_only(capsys):
 
 
 def test_kubernetes_manifests_run_a_baked_project_with_no_host_path():
-    text = workers.render_kubernetes(2, MODEL, image=BAKED, command=["python", "train.py", "--out=$(HOME)"])
+    text = kubernetes.render(2, MODEL, image=BAKED, command=["python", "train.py", "--out=$(HOME)"])
     _service, job, _policy = [json.loads(part) for part in text.split("---\n") if part.strip()]
     pod = job["spec"]["template"]["spec"]
     (container,) = pod["containers"]
@@ -283,13 +285,13 @@ def test_kubernetes_manifests_run_a_baked_project_with_no_host_path():
     assert container["args"] == ["python", "train.py", "--out=$$(HOME)"] and "command" not in container
     assert pod["volumes"] == [{"name": "tmp", "emptyDir": {"medium": "Memory"}}]
     no_host_paths(text)
-    plain = workers.render_kubernetes(2, MODEL)
+    plain = kubernetes.render(2, MODEL)
     assert "args" not in json.loads(plain.split("---\n")[2])["spec"]["template"]["spec"]["containers"][0]
 
 
 @pytest.mark.parametrize("target", ["swarm", "kubernetes"])
 def test_the_command_renders_a_baked_project_for_swarm_and_kubernetes(monkeypatch, capsys, target):
-    monkeypatch.setattr(workers, "compose_model", lambda *, interpolate: MODEL)
+    monkeypatch.setattr(workers.compose, "resolved_model", lambda *, interpolate: MODEL)
     status = workers.main(["2", "--target", target, "--image", BAKED, "--command", "python -m model.train --epochs 2"])
     assert status == 0
     text = capsys.readouterr().out

@@ -1,1 +1,1 @@
-"""Programs the benchmark (scripts/benchmark.py) runs on the workers in place of the trainer."""
+"""Programs the benchmark (scripts/tfcluster/benchmark/) runs on the workers in place of the trainer."""

@@ -1,6 +1,6 @@
 """All-reduce throughput between the workers: `python -m trainer.benchmark.allreduce [MiB ...]`.
 
-The benchmark (scripts/benchmark.py) runs this in place of the trainer, in the Compose cluster
+The benchmark (scripts/tfcluster/benchmark/) runs this in place of the trainer, in the Compose cluster
 and as bare processes, to compare what the network between containers costs the collectives the
 training depends on. Each worker prints one JSON line per size:
 

@@ -9,6 +9,10 @@ the launcher waits for the file, within the join deadline, and stops if the shap
 import json
 from pathlib import Path
 
+# The network profiles by name, in the order the docs give them: the one list that scripts/run
+# --network, the benchmark and the shaper (trainer/shaper/profiles.py, which defines each) share.
+PROFILE_NAMES = ("lan", "wan", "lossy", "thin")
+
 
 def report_path(results_dir: str, host: str) -> Path:
     return Path(results_dir) / f"network-{host}.json"

@@ -1,9 +1,9 @@
-"""One Compose project on the host: its name, files and environment, and what is done with it.
+"""The one Compose driver: a Compose project on the host, its name, files and environment, and
+every `docker compose` command done with it.
 
-The container tests (tests/container/conftest.py) and the benchmark (scripts/benchmark.py) both
-drive the cluster through this class, so that they build their `docker compose` commands, wait
-for a verdict and tear a project down in one way. It runs on the host only, under .venv (the
-tests) and .venv-bench (the benchmark), so it uses the standard library alone.
+A run (tfcluster/cluster/steps.py), the container tests (tests/container/conftest.py) and the
+benchmark (tfcluster/benchmark/) all drive Compose through this class, so that they build their
+commands, wait for a verdict and tear a project down in one way. Standard library only.
 
   project = ComposeProject("compose.network.yaml", name="tfc-bench", environment={"TF_NETWORK_PROFILE": "wan"})
   try:
@@ -19,7 +19,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tfcluster.paths import ROOT
 
 BASE_FILE = "compose.yaml"
 # Long enough for any one Compose command of a two-worker run; callers that time longer work
@@ -43,7 +43,7 @@ class ComposeProject:
     def __init__(
         self,
         *override_files: str | os.PathLike,
-        name: str,
+        name: str | None,
         environment: dict[str, str] | None = None,
         cwd: str | os.PathLike = ROOT,
     ):
@@ -52,12 +52,35 @@ class ComposeProject:
         self.environment = {**os.environ, **(environment or {})}
         self.cwd = Path(cwd)
 
+    @classmethod
+    def from_environment(cls, environment: dict[str, str], *, cwd: str | os.PathLike = ROOT) -> "ComposeProject":
+        """The project that COMPOSE_FILE and COMPOSE_PROJECT_NAME in `environment` name, as a run
+        gives them to Compose (and a user's own `docker compose logs` afterwards finds them)."""
+        project = cls(name=None, environment=environment, cwd=cwd)
+        project.files = []
+        project.environment = dict(environment)
+        return project
+
     def command(self, *arguments: str) -> list[str]:
         """The `docker compose` command line for `arguments`, without running it."""
-        command = ["docker", "compose", "-p", self.name]
+        command = ["docker", "compose", *(["-p", self.name] if self.name else [])]
         for file in self.files:
             command += ["-f", file]
         return [*command, *arguments]
+
+    def quietly(self, *arguments: str) -> subprocess.CompletedProcess:
+        """Runs `docker compose ARGUMENTS` with its output left aside (a run's `down` and `stop`)."""
+        return subprocess.run(
+            self.command(*arguments),
+            cwd=self.cwd,
+            env=self.environment,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    def attached(self, *arguments: str) -> subprocess.CompletedProcess:
+        """Runs `docker compose ARGUMENTS` with its output the user's (a run's `up`)."""
+        return subprocess.run(self.command(*arguments), cwd=self.cwd, env=self.environment)
 
     def compose(
         self, *arguments: str, timeout: float | None = DEFAULT_TIMEOUT, check: bool = False
@@ -149,3 +172,11 @@ def _timestamp(text: str) -> datetime.datetime:
     # Docker gives nanoseconds; Python parses at most microseconds.
     head, _, fraction = text.rstrip("Z").partition(".")
     return datetime.datetime.fromisoformat(f"{head}.{(fraction + '000000')[:6]}+00:00")
+
+
+def resolved_model(*, interpolate: bool) -> dict:
+    """compose.yaml as Compose itself resolves it (anchors, merges and, if asked, variables)."""
+    command = ["docker", "compose", "-f", str(ROOT / BASE_FILE), "config", "--format", "json"]
+    if not interpolate:
+        command.append("--no-interpolate")
+    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)

@@ -1,4 +1,4 @@
-"""The observer's cost (trainer/observer/), for `scripts/benchmark --observer`.
+"""The observer's cost (trainer/observer/), for `scripts/benchmark --observer` (tfcluster.commands.benchmark).
 
 Two measures, each from one run of this command (medians of alternating runs):
 - on each example, run through scripts/run: the time the observer's own records say it took (each
@@ -18,7 +18,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tfcluster.paths import ROOT
+
 TARGET_SHARE = 0.02
 EXAMPLES = {
     "tutorial (custom loop, end only)": [
@@ -81,7 +82,8 @@ def bare_tutorial(observed: bool, bare_processes, tutorial: Path) -> float:
 
 
 def measure(runs: int, *, project, bare_processes, tutorial: Path) -> dict:
-    """`project`: the benchmark's Compose project (scripts/compose_project.py), which every run is taken down as."""
+    """`project`: the benchmark's Compose project (cases.project(), a tfcluster.cluster.compose.ComposeProject),
+    which every run is taken down as; `bare_processes`: cases.bare_processes; `tutorial`: cases.TUTORIAL."""
     examples = {name: [] for name in EXAMPLES}
     bare = {"without": [], "with": []}
     for run in range(runs):

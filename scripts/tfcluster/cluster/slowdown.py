@@ -11,8 +11,9 @@ compose.workers.yaml's extra workers alike. Host only, standard library only.
 import argparse
 import os
 import re
+from collections.abc import Mapping
 
-from commandline import VALUE_CUTOFF, suggestion  # scripts/commandline.py: this file's folder is on the path.
+from tfcluster.commands.parsing import VALUE_CUTOFF, suggestion
 
 # Written by scripts/run (git ignores .tfcluster/), read by Compose through COMPOSE_FILE.
 SLOW_FILE = ".tfcluster/compose.slow.yaml"
@@ -83,3 +84,16 @@ def render(slowed: dict[str, float]) -> str:
 def arguments(slowed: dict[str, float]) -> list[str]:
     """The command line that asks for `slowed`, for the dry run's first line."""
     return ["--slow", ",".join(f"{name}={cpus_text(cpus)}" for name, cpus in slowed.items())] if slowed else []
+
+
+def given(slow) -> list[tuple[tuple[str, float], ...]]:
+    """--slow's values as `check` takes them: the command line's (one tuple an option), or a
+    mapping of worker to CPUs (the Python API's), read as the command line would read it."""
+    if not isinstance(slow, dict | Mapping):
+        return list(slow)
+    if not slow:
+        return []
+    try:
+        return [assignments(",".join(f"{name}={cpus}" for name, cpus in slow.items()))]
+    except argparse.ArgumentTypeError as error:
+        raise ValueError(f"--slow {error}") from None

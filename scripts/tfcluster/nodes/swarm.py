@@ -21,13 +21,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import node_hosts  # scripts/node_hosts.py
-import workers  # scripts/workers.py
-from node_hosts import Host, HostError, docker
+from tfcluster.cluster import compose
+from tfcluster.deploy import swarm as stack_file
+from tfcluster.nodes import hosts as node_hosts
+from tfcluster.nodes.hosts import Host, HostError, docker
+from tfcluster.paths import ROOT
 
 STACK = "tfcn"
-SERVICE = f"{STACK}_{workers.SWARM_SERVICE}"
-ROOT = Path(__file__).resolve().parent.parent
+SERVICE = f"{STACK}_{stack_file.SWARM_SERVICE}"
+
 SWARM_PORT = 2377
 # Swarm's overlay networks come from 10.0.0.0/8 unless told: the bridge's subnet is in there.
 ADDRESS_POOL = "10.214.0.0/16"
@@ -88,8 +90,8 @@ def swarm_nodes(manager: Host) -> list[dict]:
 
 
 def render(count: int, image: str, command: list[str] | None) -> str:
-    return workers.render_swarm(
-        count, workers.compose_model(interpolate=False), image=image, command=command, one_per_node=True
+    return stack_file.render(
+        count, compose.resolved_model(interpolate=False), image=image, command=command, one_per_node=True
     )
 
 

@@ -1,4 +1,4 @@
-"""The argument parser of the host's Python commands (scripts/run.py, scripts/workers.py).
+"""The argument parser of the host's Python commands (scripts/tfcluster/commands/run.py, scripts/workers.py).
 
 It is argparse, with the project's rules for a command line: a mistake is one line on stderr,
 `NAME: REASON`, naming the bad argument or value (and the likely intended one, when one is

@@ -1,7 +1,7 @@
 """The image, to every node, the way a real cluster gets it: from a registry on the datacenter network.
 
 The registry is Debian's `docker-registry` (the CNCF Distribution registry), a host of its own on
-the bridge (10.213.0.2:5000, scripts/node_hosts.py), plain HTTP, which each node's engine is told
+the bridge (10.213.0.2:5000, tfcluster/nodes/hosts.py), plain HTTP, which each node's engine is told
 to accept. The machine's engine is not told anything, so the image goes from it to the registry by
 `skopeo copy docker-daemon:... docker://...`, which reads the image from the engine's socket; then
 every node pulls it, as a swarm does when it starts a task, but before the run, so that the run
@@ -21,13 +21,14 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from node_hosts import NETNS_ROOT, REGISTRY, Host, HostError, docker  # scripts/node_hosts.py
+from tfcluster.nodes.hosts import NETNS_ROOT, REGISTRY, Host, HostError, docker
+from tfcluster.paths import ROOT
 
 PORT = 5000
 ADDRESS = f"{REGISTRY.address}:{PORT}"
 # The registry's program, unpacked from Debian's package into the checkout rather than installed:
 # the package would also enable a system service listening on every address's port 5000.
-TOOLS = Path(__file__).resolve().parent.parent / ".tfcluster" / "tools"
+TOOLS = ROOT / ".tfcluster" / "tools"
 REGISTRY_PROGRAM = TOOLS / "usr" / "bin" / "docker-registry"
 APT_TIMEOUT = 600.0
 CONFIG = """\

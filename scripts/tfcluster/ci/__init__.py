@@ -1,0 +1,1 @@
+"""CI: the verdict as JUnit XML, and bind mounts seen from inside a job container."""

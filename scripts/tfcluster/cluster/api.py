@@ -1,0 +1,189 @@
+"""The Python API: a `Cluster` that plans, runs and tears down, and the `Run` it returns.
+
+  from tfcluster import Cluster
+
+  run = Cluster(workers=3, project="examples/keras-fit", env={"TF_USE_LEGACY_KERAS": "1"}).run()
+  assert run.passed, run.problems
+  print(run.workers["worker-0"].metrics)
+
+`scripts/run` is this API behind a command line (tfcluster/commands/run.py): the same checks, the
+same plan, the same steps. Every bad value is a `Refusal` (tfcluster/errors.py), raised by
+`plan()` before anything is done. Paths are taken from where you are, as on the command line.
+"""
+
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+from tfcluster.cluster import dryrun, scaling, slowdown
+from tfcluster.cluster.compose import ComposeProject
+from tfcluster.cluster.plan import Plan, check_combination, junit_path, trainer_script_of
+from tfcluster.cluster.steps import DOWN, Execution
+from tfcluster.errors import Refusal
+from tfcluster.project import options
+
+
+@dataclass(frozen=True)
+class Worker:
+    """One worker in the verdict: its status, its final metrics and what went wrong, if anything."""
+
+    name: str
+    status: str
+    metrics: dict
+    problem: str | None
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run's end: the exit status (the verifier's, as scripts/run's), and the verdict as data."""
+
+    status: int
+    # Whether the cluster was brought up at all (a failed set-up never gets there).
+    ran: bool
+    # The verifier's record of its verdict (`scripts/verify --json`); None if no worker left a log.
+    verdict: dict | None
+    # Each worker's log, as `docker compose logs` gives it.
+    logs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == 0
+
+    @property
+    def workers(self) -> dict[str, Worker]:
+        found = (self.verdict or {}).get("workers", [])
+        return {
+            worker["name"]: Worker(worker["name"], worker["status"], worker.get("metrics") or {}, worker.get("problem"))
+            for worker in found
+        }
+
+    @property
+    def problems(self) -> list[str]:
+        """What the verdict found wrong: the cluster's problems, each worker's, the differences."""
+        verdict = self.verdict or {}
+        found = [*verdict.get("problems", [])]
+        found += [f"{worker.name}: {worker.problem}" for worker in self.workers.values() if worker.problem]
+        found += verdict.get("differences", []) + verdict.get("synchronization", {}).get("differences", [])
+        return found
+
+
+@dataclass(frozen=True)
+class Cluster:
+    """A cluster to train: compose.yaml's workers, with what you ask for on top (scripts/run --help
+    says what each option does; the fields have its options' names)."""
+
+    workers: int = scaling.DEFAULT_WORKERS
+    recover: bool = False
+    network: str | None = None
+    # Worker name -> CPUs (scripts/run --slow worker-1=0.25).
+    slow: Mapping[str, float] = field(default_factory=dict)
+    dev: bool = False
+    project: str | None = None
+    command: str | None = None
+    data: str | None = None
+    # NAME -> VALUE, or NAME=VALUE texts; they win over env_files.
+    env: Mapping[str, str] | Sequence[str] = ()
+    env_files: Sequence[str] = ()
+    requirements: str | None = None
+    bake: bool = False
+    tag: str | None = None
+    junit: str | None = None
+    # The Compose project to run as (default: COMPOSE_PROJECT_NAME, else compose.yaml's, tfcluster).
+    name: str | None = None
+    # Where TRAINER_SCRIPT, EXTRA_REQUIREMENTS, TFCLUSTER_IMAGE and the settings are read from.
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+
+    def plan(self, *, collects: bool = True) -> Plan:
+        """The run this asks for, checked; raises Refusal, before anything is done."""
+        if not 1 <= self.workers <= scaling.MAX_WORKERS:
+            raise Refusal(f"--workers {self.workers}: the number of workers must be 1 to {scaling.MAX_WORKERS}")
+        check_combination(self.workers, self.recover, self.network, self.tag, self.bake)
+        trainer_script = trainer_script_of(self.environ, self.project is not None)
+        try:
+            slowed = slowdown.check(slowdown.given(self.slow), scaling.worker_names(self.workers))
+        except ValueError as error:
+            raise Refusal(str(error)) from None
+        project = self._project()
+        junit = junit_path(self.junit)
+        return Plan(
+            self.workers,
+            self.recover,
+            self.network,
+            trainer_script,
+            project,
+            slowed,
+            self.dev,
+            junit,
+            collects=collects,
+            name=self.name,
+        )
+
+    def _project(self) -> options.Project | None:
+        if self.project is None:
+            given = {"command": self.command, "data": self.data, "env": self.env, "env_file": self.env_files}
+            given |= {"requirements": self.requirements, "bake": self.bake}
+            for option, value in given.items():
+                if value:
+                    raise Refusal(f"--{option.replace('_', '-')} goes with --project DIR (your training project)")
+            return None
+        chosen = options.ProjectOptions(
+            self.project,
+            self.command,
+            self.data,
+            options.assignments(self.env),
+            tuple(self.env_files),
+            self.requirements,
+            self.bake,
+            self.tag,
+        )
+        return options.check(chosen, self.environ)
+
+    def describe(self) -> str:
+        """The dry run: what `run()` would do, as text; nothing is set up, built, written or started."""
+        return dryrun.describe(self.plan(collects=False), self.environ)
+
+    def run(self) -> Run:
+        """Sets up what is missing, trains the cluster and reads its verdict back."""
+        return execute(self.plan(), self.environ)
+
+    def down(self) -> None:
+        """Removes the cluster's containers, networks and volumes (a run leaves its stopped
+        containers, whose logs are the verdict's evidence, until the next run or this)."""
+        plan = self.plan(collects=False)
+        ComposeProject.from_environment({**self.environ, **plan.environment()}).quietly(*DOWN)
+
+
+def execute(plan: Plan, environ: Mapping[str, str]) -> Run:
+    """Runs the plan's steps in order, until one ends the run; the verdict is read back whatever
+    the end (a step marked `always`)."""
+    execution = Execution(plan, {**environ, **plan.environment()})
+    steps = plan.steps
+    # Whatever the end, a CI report must fail whenever the run does: a cancelled CI job's SIGTERM
+    # ends the run as Ctrl-C does, and the report is written on the way out.
+    previous = signal.signal(signal.SIGTERM, _terminated) if plan.junit else None
+    try:
+        for step in (step for step in steps if not getattr(step, "always", False)):
+            status = step.run(execution)
+            if status is not None:
+                execution.status = status
+                break
+    except KeyboardInterrupt:
+        execution.status = 128 + signal.SIGINT
+        raise
+    except SystemExit as exit:
+        execution.status = exit.code if isinstance(exit.code, int) else 1
+        raise
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        for step in (step for step in steps if getattr(step, "always", False)):
+            step.run(execution)
+    return Run(
+        execution.status if execution.status is not None else 1, execution.ran, execution.verdict, execution.logs
+    )
+
+
+def _terminated(_signum, _frame) -> NoReturn:
+    raise SystemExit(128 + signal.SIGTERM)

@@ -1,0 +1,239 @@
+"""One run, checked: what it is made of (the Compose files, the environment, the files it writes)
+and the steps that carry it out, before anything is done.
+
+`Plan.steps` is the one list of what a run does: `execute` runs it and the dry run prints it, so
+the two cannot drift (tfcluster/cluster/steps.py).
+"""
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from tfcluster import paths
+from tfcluster.cluster import devmode, scaling, slowdown
+from tfcluster.errors import Refusal
+from tfcluster.project import envfiles
+from tfcluster.project.options import Project
+from trainer.contract.shaping import PROFILE_NAMES
+
+PROFILES = PROFILE_NAMES
+BASE_FILE = scaling.BASE_FILE
+OWN_TRAINER_FILE = "compose.byo.yaml"
+PROJECT_FILE = "compose.project.yaml"
+BAKED_FILE = "compose.baked.yaml"
+DATA_FILE = "compose.data.yaml"
+WORKERS_FILE = "compose.workers.yaml"
+RECOVERY_FILE = "compose.recovery.yaml"
+NETWORK_FILE = "compose.network.yaml"
+# Your program's environment, written for compose.project.yaml's env_file (git ignores it).
+ENV_FILE = ".tfcluster/env"
+# The files a run writes itself: not there before it runs (or an earlier run's).
+GENERATED = (WORKERS_FILE, slowdown.SLOW_FILE, devmode.DEV_FILE)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One run, checked: what it is made of, before anything is done."""
+
+    worker_count: int
+    recover: bool
+    profile: str | None
+    # Absolute, since Compose resolves a relative one from the project, not from where the user is.
+    trainer_script: str | None
+    project: Project | None = None
+    # --slow: each slowed worker's CPU limit, by name.
+    slowed: dict[str, float] = field(default_factory=dict)
+    # --dev: this checkout's trainer/ mounted over the image's.
+    dev: bool = False
+    # --junit: where the verdict goes as JUnit XML (absolute: the run works from the project's root).
+    junit: str | None = None
+    # Whether the run reads the verdict back as data once it has ended (the Python API's Run does).
+    collects: bool = False
+    # The Compose project to run as (default: COMPOSE_PROJECT_NAME, or compose.yaml's name).
+    name: str | None = None
+
+    @property
+    def names(self) -> list[str]:
+        return scaling.worker_names(self.worker_count)
+
+    @property
+    def renders_workers(self) -> bool:
+        return self.worker_count != scaling.DEFAULT_WORKERS
+
+    @property
+    def has_data(self) -> bool:
+        return self.project is not None and self.project.data is not None
+
+    @property
+    def bakes(self) -> bool:
+        return self.project is not None and self.project.bake is not None
+
+    @property
+    def steps(self) -> list:
+        """What the run does, in order: the one list that `execute` runs and the dry run prints."""
+        from tfcluster.cluster import steps  # The steps read the plan: imported when asked for.
+
+        return steps.of(self)
+
+    def workers_options(self) -> list[str]:
+        """scripts/workers.py's options for this run's compose.workers.yaml."""
+        chosen = [
+            ("--own-trainer", self.trainer_script is not None),
+            ("--project", self.project is not None),
+            ("--baked", self.bakes),
+            ("--data", self.has_data),
+        ]
+        return [option for option, wanted in chosen if wanted]
+
+    def override(self) -> str | None:
+        """compose.workers.yaml's text, for a number of workers other than compose.yaml's."""
+        if not self.renders_workers:
+            return None
+        return scaling.render(
+            self.worker_count,
+            own_trainer=self.trainer_script is not None,
+            project=self.project is not None,
+            baked=self.bakes,
+            data=self.has_data,
+        )
+
+    @property
+    def files(self) -> list[str]:
+        # compose.workers.yaml brings your own trainer or project itself (an override cannot extend
+        # a service of another override); with compose.yaml's two, compose.byo.yaml or
+        # compose.project.yaml, or compose.baked.yaml (and compose.data.yaml) do.
+        if self.renders_workers:
+            files = [BASE_FILE, WORKERS_FILE]
+        elif self.trainer_script:
+            files = [BASE_FILE, OWN_TRAINER_FILE]
+        elif self.project:
+            project_file = BAKED_FILE if self.bakes else PROJECT_FILE
+            files = [BASE_FILE, project_file, *([DATA_FILE] if self.has_data else [])]
+        else:
+            files = [BASE_FILE]
+        optional = [
+            (RECOVERY_FILE, self.recover),
+            (NETWORK_FILE, self.profile),
+            (devmode.DEV_FILE, self.dev),
+            # Last, so that its limits win over every file before it.
+            (slowdown.SLOW_FILE, self.slowed),
+        ]
+        return files + [name for name, wanted in optional if wanted]
+
+    def bind_sources(self) -> dict[str, str]:
+        """What the workers get bind-mounted from this machine, by the option or variable that names it."""
+        sources = {}
+        if self.trainer_script:
+            sources["TRAINER_SCRIPT"] = self.trainer_script
+        if self.project and not self.bakes:
+            sources["--project"] = self.project.directory
+        if self.project and self.project.data:
+            sources["--data"] = self.project.data
+        if self.dev:
+            sources["--dev"] = str(paths.ROOT / "trainer")
+        return sources
+
+    def written(self) -> dict[str, str | None]:
+        """The files a run writes before its set-up, by path from the root, and their text."""
+        return {
+            WORKERS_FILE: self.override(),
+            ENV_FILE: envfiles.env_file_text(self.project.variables) if self.project else None,
+            slowdown.SLOW_FILE: slowdown.render(self.slowed) if self.slowed else None,
+            devmode.DEV_FILE: devmode.render(devmode.services(self.names, self.recover), paths.ROOT)
+            if self.dev
+            else None,
+        }
+
+    def _dev_services(self) -> list[str]:
+        return devmode.services(self.names, self.recover)
+
+    def setup_options(self) -> list[str]:
+        """scripts/setup builds the network shaper's image only for a run with a network profile, and
+        in development mode does not rebuild the trainer image for its code alone."""
+        return [*(["--shaper"] if self.profile else []), *(["--dev"] if self.dev else [])]
+
+    def environment(self, baked_image: str | None = None) -> dict[str, str]:
+        """What the set-up and Compose get on top of the user's environment.
+
+        With --bake, `baked_image` is the image's name once it is known (after the set-up, unless
+        --tag gave it).
+        """
+        # Set in every case, so that a COMPOSE_FILE exported for an earlier cluster is not what runs.
+        environment = {"COMPOSE_FILE": ":".join(self.files)}
+        if self.name:
+            environment["COMPOSE_PROJECT_NAME"] = self.name
+        if self.trainer_script:
+            environment["TRAINER_SCRIPT"] = self.trainer_script
+        if self.project:
+            environment |= _project_environment(self.project, baked_image)
+        if self.profile:
+            environment["TF_NETWORK_PROFILE"] = self.profile
+        return environment
+
+
+def _project_environment(project: Project, baked_image: str | None) -> dict[str, str]:
+    environment = {}
+    if project.bake is not None:
+        # No TFCLUSTER_PROJECT: nothing is mounted, so no host folder is named at all. The
+        # image's name, when it is not yet known, matters to nothing before `docker build`.
+        if baked_image or project.tag:
+            environment["TFCLUSTER_BAKED_IMAGE"] = baked_image or project.tag
+    else:
+        environment["TFCLUSTER_PROJECT"] = project.directory
+    # Compose splits it again, as a shell would; joined by shlex, every word survives that.
+    environment["TFCLUSTER_COMMAND"] = shlex.join(project.command)
+    environment["TFCLUSTER_ENV_FILE"] = str(paths.ROOT / ENV_FILE)
+    if project.data:
+        environment["TFCLUSTER_DATA"] = project.data
+    if project.requirements:
+        environment["EXTRA_REQUIREMENTS"] = " ".join(project.requirements)
+    if project.image:
+        environment["TFCLUSTER_IMAGE"] = project.image
+    return environment
+
+
+def check_combination(workers: int, recover: bool, network: str | None, tag: str | None, bake: bool) -> None:
+    """The options that cannot go together, whatever else is asked for; raises Refusal."""
+    if network is not None and network not in PROFILES:
+        raise Refusal(f"--network {network!r} is not a profile: {', '.join(PROFILES)}")
+    if network:
+        if workers != scaling.DEFAULT_WORKERS:
+            raise Refusal(f"--network shapes the two workers of compose.yaml; not with --workers {workers}")
+        # A shaper lives in its worker's network namespace, which a restarted worker does not keep.
+        if recover:
+            raise Refusal("--network and --recover do not go together (a restarted worker loses its shaper)")
+    if tag is not None and not bake:
+        raise Refusal("--tag goes with --bake (the name of the image it builds)")
+
+
+def trainer_script_of(environ: Mapping[str, str], has_project: bool) -> str | None:
+    """TRAINER_SCRIPT, checked and made absolute (from where the user is); raises Refusal."""
+    trainer_script = environ.get("TRAINER_SCRIPT") or None
+    if not trainer_script:
+        return None
+    if has_project:
+        raise Refusal(
+            "--project and TRAINER_SCRIPT do not go together (TRAINER_SCRIPT is the one-file form of --project)"
+        )
+    # From where the user is, not from the project, which Compose resolves paths from.
+    if not os.path.isfile(trainer_script):
+        raise Refusal(f"TRAINER_SCRIPT {trainer_script!r} is not a file")
+    return os.path.realpath(trainer_script)
+
+
+def junit_path(given: str | None) -> str | None:
+    """--junit's file, absolute, checked now so that a report that cannot be written costs no run."""
+    if not given:
+        return None
+    junit = os.path.abspath(given)
+    if os.path.isdir(junit):
+        raise Refusal(f"--junit {given} is a folder; give a file name, such as verdict.xml")
+    folder = os.path.dirname(junit)
+    # Its folder is made if missing: it, or its nearest existing ancestor, must be writable.
+    existing = folder
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
+    if not (os.path.isdir(existing) and os.access(existing, os.W_OK)):
+        raise Refusal(f"--junit {given}: {folder} cannot be made or written")
+    return junit

@@ -1,0 +1,251 @@
+"""The steps of a run, each both done and described: `execute` runs them, the dry run prints them.
+
+A step is a command line (or a few) that it shows, and what it does. `of(plan)` is the one list of
+a plan's steps, in order; nothing else decides what a run does, so the dry run cannot leave out
+what the run does (the bind-mount check, for one). A step that ends the run returns its exit
+status; one that goes on returns None.
+"""
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+
+from tfcluster import paths
+from tfcluster.ci import hostpaths
+from tfcluster.cluster import build, composefiles
+from tfcluster.cluster.compose import ComposeProject
+from trainer.contract.exitcodes import ExitCode
+
+SETUP = "scripts/setup"
+# compose.yaml's image when TFCLUSTER_IMAGE is not set (the dry run reads it from the file).
+DEFAULT_IMAGE = "tfcluster:latest"
+# The Compose commands of a run, in order. `down` first: an earlier run's containers (their logs)
+# and volumes would otherwise be reused, volumes with the options they were created with.
+DOWN = ("down", "--volumes", "--remove-orphans", "--timeout", "1")
+# Workers' logs and the verdict together; only the verifier's exit ends the run (a plain
+# `--exit-code-from` without the service name would stop every worker when the first one exits).
+UP = ("up", "--remove-orphans", "--attach-dependencies", "--exit-code-from", "verifier", "verifier")
+# A worker can outlive the verdict (for example one still waiting for a peer that failed).
+STOP = ("stop", "--timeout", "5")
+
+
+@dataclass
+class Execution:
+    """One run as it goes: its plan, the environment every command gets, and what it has found."""
+
+    plan: object
+    environment: dict[str, str]
+    baked_image: str | None = None
+    # Whether the cluster was brought up (its workers' logs are this run's, not an earlier one's).
+    ran: bool = False
+    status: int | None = None
+    # The verdict as data, and the workers' logs, once read back (tfcluster/cluster/verdict.py).
+    verdict: dict | None = None
+    logs: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def root(self):
+        return paths.ROOT
+
+    def compose(self) -> ComposeProject:
+        """The Compose driver for this run: its files and project name from the environment."""
+        return ComposeProject.from_environment(self.environment, cwd=self.root)
+
+    def quiet(self, *arguments: str) -> subprocess.CompletedProcess:
+        return self.compose().quietly(*arguments)
+
+
+def exit_status(returncode: int) -> int:
+    # A process ended by a signal is 128 + the signal, as a shell reports it.
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def say(line: str) -> None:
+    print(f"run: {line}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class WriteFiles:
+    """The files the run makes (overrides, your env file), before the set-up: a file that cannot be
+    written should cost no set-up. The env file is written even when empty, so that no earlier
+    run's variables are what a worker gets."""
+
+    files: dict[str, str]
+
+    def lines(self, _plan) -> list[str]:
+        return [f"write {name}" for name in self.files]
+
+    def run(self, execution: Execution) -> int | None:
+        for name, text in self.files.items():
+            path = execution.root / name
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                # Readable by the user alone: the env file holds the program's variables, secrets perhaps.
+                descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+                    file.write(text)
+                os.chmod(path, 0o600)  # An older file keeps its mode through O_TRUNC.
+            except OSError as error:
+                say(f"cannot write {name}: {error.strerror}")
+                return ExitCode.CONFIG_ERROR
+        return None
+
+
+@dataclass(frozen=True)
+class SetUp:
+    """scripts/setup: Compose v2, base images, wheelhouse, images; quick when nothing is missing."""
+
+    options: tuple[str, ...]
+
+    def lines(self, _plan) -> list[str]:
+        return [shlex.join([SETUP, *self.options])]
+
+    def run(self, execution: Execution) -> int | None:
+        command = [str(execution.root / SETUP), *self.options]
+        setup = subprocess.run(command, cwd=execution.root, env=execution.environment)
+        return exit_status(setup.returncode) if setup.returncode != 0 else None
+
+
+@dataclass(frozen=True)
+class Bake:
+    """docker build of docker/Dockerfile.project: your project in an image of its own (--bake)."""
+
+    def lines(self, plan) -> list[str]:
+        image = composefiles.base_image(dry_variables(plan))
+        command = build.build_command(plan.project.tag or build.UNKNOWN_TAG, image, plan.project.directory)
+        return [f"{shlex.join(command)} < (the context above, as a tar)"]
+
+    def run(self, execution: Execution) -> int | None:
+        project = execution.plan.project
+        baked_image, status = build.bake(project, execution.environment, execution.root)
+        if baked_image is None:
+            return status
+        execution.baked_image = baked_image
+        execution.environment.update(execution.plan.environment(baked_image))
+        return None
+
+
+@dataclass(frozen=True)
+class CheckMounts:
+    """In a container that drives the host's engine, that the engine sees each bind mount's source
+    as it is here (tfcluster/ci/hostpaths.py). After the set-up: the check runs the trainer image."""
+
+    sources: dict[str, str]
+
+    def lines(self, _plan) -> list[str]:
+        shown = ", ".join(f"{what} {source}" for what, source in self.sources.items())
+        return [f"docker run --rm ... test -e (only in a container: that the engine sees {shown})"]
+
+    def run(self, execution: Execution) -> int | None:
+        if not hostpaths.in_container(execution.environment):
+            return None
+        image = execution.environment.get("TFCLUSTER_IMAGE", DEFAULT_IMAGE)
+        for what in hostpaths.unseen(self.sources, image, execution.environment):
+            say(hostpaths.refusal(what, self.sources[what]))
+            return ExitCode.CONFIG_ERROR
+        return None
+
+
+@dataclass(frozen=True)
+class Compose:
+    """One Compose command, its output left aside: `down` so that the run starts clean, `stop` for a
+    worker that outlives the verdict."""
+
+    arguments: tuple[str, ...]
+
+    def lines(self, _plan) -> list[str]:
+        return [shlex.join(ComposeProject.from_environment({}).command(*self.arguments))]
+
+    def run(self, execution: Execution) -> int | None:
+        execution.quiet(*self.arguments)
+        return None
+
+
+@dataclass(frozen=True)
+class RemoveSuperseded:
+    """The same folder's earlier baked images, after `down` (whose containers held them)."""
+
+    def lines(self, plan) -> list[str]:
+        lines = []
+        if plan.project.tag is None:
+            lines.append(f"docker image rm (this folder's earlier {build.REPOSITORY} images, if any)")
+        return [*lines, f"docker image prune --force --filter label={build.BAKED_TITLE}"]
+
+    def run(self, execution: Execution) -> int | None:
+        build.remove_superseded(execution.plan.project, execution.baked_image, execution.environment, execution.root)
+        return None
+
+
+@dataclass(frozen=True)
+class Up:
+    """docker compose up: the workers' logs and the verdict, whose exit status is the run's."""
+
+    def lines(self, _plan) -> list[str]:
+        return [shlex.join(ComposeProject.from_environment({}).command(*UP))]
+
+    def run(self, execution: Execution) -> int | None:
+        execution.ran = True
+        with interrupts_left_to_compose():
+            verdict = execution.compose().attached(*UP)
+        execution.status = exit_status(verdict.returncode)
+        return None
+
+
+@dataclass(frozen=True)
+class ReadVerdict:
+    """The verdict as data (each worker's status, metrics and problems) and the workers' logs, read
+    back once the cluster has stopped; with --junit, the same verdict as JUnit XML."""
+
+    junit: str | None
+    # Run whatever the end, even after a step that ended the run (or Ctrl-C).
+    always = True
+
+    def lines(self, _plan) -> list[str]:
+        lines = ["docker compose ps --all; docker compose logs WORKER (each worker's exit code and log)"]
+        judged = "python3 -m trainer.verifier LOGS --exit-codes-from CODES --json"
+        return [*lines, judged + (f" --junit {shlex.quote(self.junit)}" if self.junit else "")]
+
+    def run(self, execution: Execution) -> int | None:
+        from tfcluster.cluster import verdict  # The verdict reads the steps' Execution.
+
+        verdict.read_back(execution, self.junit)
+        return None
+
+
+@contextlib.contextmanager
+def interrupts_left_to_compose():
+    """Ctrl-C reaches Compose as well (one process group): it stops the containers and exits, and
+    the run then stops what is left and reports the status."""
+    # A handler, not SIG_IGN, which Compose would inherit; a handler is reset in the child by exec.
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def dry_variables(plan) -> dict[str, str]:
+    """The variables the dry run interpolates the Compose files with: .env, then the environment."""
+    environment = plan.environment(build.UNKNOWN_TAG if plan.bakes and plan.project.tag is None else None)
+    return {**composefiles.dotenv(paths.ROOT / ".env"), **os.environ, **environment}
+
+
+def of(plan) -> list:
+    """The plan's steps, in the order they run."""
+    written = {name: text for name, text in plan.written().items() if text is not None}
+    steps: list = [WriteFiles(written), SetUp(tuple(plan.setup_options()))]
+    if plan.bakes:
+        steps.append(Bake())
+    if plan.bind_sources():
+        steps.append(CheckMounts(plan.bind_sources()))
+    steps.append(Compose(DOWN))
+    if plan.bakes:
+        steps.append(RemoveSuperseded())
+    steps += [Up(), Compose(STOP)]
+    if plan.junit or plan.collects:
+        steps.append(ReadVerdict(plan.junit))
+    return steps

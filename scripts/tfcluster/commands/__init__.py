@@ -1,0 +1,1 @@
+"""The command line: one module per command (its parser and `main`), over the rest of tfcluster."""

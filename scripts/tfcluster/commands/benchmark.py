@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""Benchmark: scripts/run against the tutorial's bare processes, the edit loop, scaling, the image.
+
+The command line of scripts/benchmark: its parser and `main`. What it measures and how it reports
+it is tfcluster.benchmark's (cases, measure, report, network, observer). Run from the project root
+after scripts/setup (the machine is noisy, so every timed case runs several times, alternating,
+and the report gives medians and ratios from this one run):
+
+  PYTHONPATH=scripts:. .venv-bench/bin/python -m tfcluster.commands.benchmark [--runs 5]
+
+It writes docs/benchmark.md (the tables), docs/benchmark.json (for comparing runs) and
+docs/benchmark.png (a chart). scripts/benchmark (the shell wrapper) sets up .venv-bench.
+"""
+
+import argparse
+import json
+import sys
+
+# Each of these imports only the standard library at its top (report.chart imports matplotlib
+# when it draws), so that --help runs under the host's python3, before .venv-bench exists.
+from tfcluster.benchmark import cases, measure, network, observer, report
+from tfcluster.paths import ROOT
+
+DOCS = ROOT / "docs"
+EPILOG = """\
+writes:
+  docs/benchmark.md, docs/benchmark.json, docs/benchmark.png    (every case but the network's)
+  docs/network-benchmark.md                                     (with --network)
+  docs/observer-benchmark.md                                    (with --observer)
+
+examples:
+  scripts/benchmark                          # every case, 5 runs each (about 10 minutes)
+  scripts/benchmark --runs 9                 # steadier medians, slower
+  scripts/benchmark --network --steps 20     # training time under each network profile
+  scripts/benchmark --observer --runs 3      # what the synchronization check's observer costs
+
+exit status:
+  0    ok: measured, and the figures written
+  1    a measurement failed: the traceback says which
+  2    config error: a bad argument, named in one line before anything is set up; or
+       scripts/setup could not proceed (Docker missing or not running)
+  any other: set-up failed, and said why"""
+
+
+def parser() -> argparse.ArgumentParser:
+    # The help is what `scripts/benchmark --help` prints (run by python3, before any set-up), and
+    # docs/commands.md shows it (tests/unit/test_commands.py).
+    result = argparse.ArgumentParser(
+        prog="scripts/benchmark",
+        description=__doc__.split("\n")[0]
+        + "\n\nscripts/benchmark sets up what it needs first (scripts/setup, then .venv-bench with the pinned"
+        "\nwheels and matplotlib), then runs python -m tfcluster.commands.benchmark with .venv-bench's"
+        "\npython. Not a test: the figures are reported, not asserted. It runs as the Compose project"
+        "\ntfc-bench, apart from tfcluster.",
+        epilog=EPILOG,
+        formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=100, max_help_position=24),
+    )
+    result.add_argument("--runs", type=int, default=5, metavar="N", help="runs of each timed case (default: 5)")
+    result.add_argument(
+        "--network",
+        action="store_true",
+        help="only training time under each network profile, against lan (default: off)",
+    )
+    result.add_argument(
+        "--observer",
+        action="store_true",
+        help="only the observer's cost on the examples, against each training program (default: off)",
+    )
+    result.add_argument(
+        "--steps", type=int, default=50, metavar="N", help="with --network: steps an epoch (default: 50)"
+    )
+    return result
+
+
+def main(argv: list[str]) -> int:
+    options = parser()
+    arguments = options.parse_args(argv)
+    if arguments.runs < 1:
+        options.error(f"--runs ({arguments.runs}) must be at least 1")
+    if arguments.steps < 1:
+        options.error(f"--steps ({arguments.steps}) must be at least 1")
+    if arguments.network:
+        text = network.network_table(arguments.runs, arguments.steps)
+        (DOCS / "network-benchmark.md").write_text("# Training under each network profile\n\n" + text)
+        print(text)
+        return 0
+    if arguments.observer:
+        observed = observer.measure(
+            arguments.runs, project=cases.project(), bare_processes=cases.bare_processes, tutorial=cases.TUTORIAL
+        )
+        text = observer.table(observed)
+        (DOCS / "observer-benchmark.md").write_text("# The observer's cost\n\n" + text)
+        print(text)
+        return 0
+    result = measure.measure(arguments.runs)
+    (DOCS / "benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
+    text = report.table(result)
+    (DOCS / "benchmark.md").write_text("# Benchmark\n\n" + text)
+    report.chart(result, DOCS / "benchmark.png")
+    print(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

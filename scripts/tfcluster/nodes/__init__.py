@@ -1,0 +1,1 @@
+"""Real hosts on one machine (scripts/nodes): network namespaces with engines, a registry, a swarm, faults."""
