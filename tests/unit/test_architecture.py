@@ -1,11 +1,13 @@
 """The layout's dependency rule (trainer/__init__.py) holds, and its check can say no."""
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
 
 import grimp
+import pytest
 
 from tests.conftest import ROOT
 
@@ -24,13 +26,18 @@ def test_the_shared_contract_imports_only_the_standard_library_and_itself():
 
 
 def lint_copy(tmp_path, module: str, line: str) -> subprocess.CompletedProcess:
-    """`lint-imports` with the project's contracts on a copy of trainer/ whose `module` gained `line`."""
-    shutil.copytree(ROOT / "trainer", tmp_path / "trainer", ignore=shutil.ignore_patterns("__pycache__"))
+    """`lint-imports` with the project's contracts on a copy of trainer/ and the host package
+    (scripts/tfcluster/) whose `module` gained `line`."""
+    ignored = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "trainer", tmp_path / "trainer", ignore=ignored)
+    shutil.copytree(ROOT / "scripts" / "tfcluster", tmp_path / "scripts" / "tfcluster", ignore=ignored)
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
     target = tmp_path / module
     target.write_text(f"{line}\n{target.read_text()}")
+    # As scripts/lint runs it: the host package is found in scripts/.
+    environment = {**os.environ, "PYTHONPATH": f"{tmp_path / 'scripts'}:{tmp_path}"}
     return subprocess.run(
-        [LINT_IMPORTS, "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False
+        [LINT_IMPORTS, "--no-cache"], cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=60
     )
 
 
@@ -59,6 +66,27 @@ def test_the_contract_importing_a_role_breaks_the_rule(tmp_path):
     assert "trainer.contract.cluster -> trainer.launcher.peers" in result.stdout
 
 
+def test_the_host_package_importing_a_runtime_role_breaks_the_rule(tmp_path):
+    result = lint_copy(tmp_path, "scripts/tfcluster/cluster/plan.py", "import trainer.verifier.verdict  # noqa")
+    assert result.returncode == 1, result.stdout
+    assert "trainer.contract only BROKEN" in " ".join(result.stdout.split())
+    assert "tfcluster.cluster.plan -> trainer.verifier.verdict" in result.stdout
+
+
+def test_a_lower_layer_of_the_host_package_importing_a_command_breaks_the_rule(tmp_path):
+    result = lint_copy(tmp_path, "scripts/tfcluster/project/layout.py", "import tfcluster.commands.run  # noqa")
+    assert result.returncode == 1, result.stdout
+    assert "your project BROKEN" in " ".join(result.stdout.split())
+    assert "tfcluster.project.layout -> tfcluster.commands.run" in result.stdout
+
+
+def test_the_host_package_importing_yaml_breaks_the_rule(tmp_path):
+    # scripts/run must work with nothing but python3: no third-party package, even a common one.
+    result = lint_copy(tmp_path, "scripts/tfcluster/ci/junit.py", "import yaml  # noqa")
+    assert result.returncode == 1, result.stdout
+    assert "tfcluster.ci.junit -> yaml" in result.stdout
+
+
 # Small enough to read in one sitting. A longer one must say why in its docstring, with these words.
 LIMITS = {ast.FunctionDef: 60, ast.AsyncFunctionDef: 60, ast.ClassDef: 150}
 EXCUSED = "longer than the house limit because"
@@ -76,10 +104,11 @@ def oversized(source: str) -> list[str]:
     return found
 
 
-def test_no_function_or_class_in_trainer_is_too_long_to_read_in_one_sitting():
+@pytest.mark.parametrize("package", ["trainer", "scripts/tfcluster"])
+def test_no_function_or_class_is_too_long_to_read_in_one_sitting(package):
     found = {
         str(path.relative_to(ROOT)): oversized(path.read_text())
-        for path in sorted((ROOT / "trainer").rglob("*.py"))
+        for path in sorted((ROOT / package).rglob("*.py"))
         if oversized(path.read_text())
     }
     assert found == {}

@@ -42,8 +42,6 @@ def describe(plan: Plan, environ) -> str:
     shaper_image = composefiles.interpolate(
         composefiles.first_image((paths.ROOT / NETWORK_FILE).read_text(encoding="utf-8")), variables
     )
-    hosts = ",".join(plan.names)
-    waited_for = plan.names + (["the keeper"] if plan.recover else [])
     wheelhouses = "docker/wheels and docker/extra-wheels" if variables.get("EXTRA_REQUIREMENTS") else "docker/wheels"
 
     lines = [
@@ -68,6 +66,22 @@ def describe(plan: Plan, environ) -> str:
         lines += describe_project(plan, environ, image)
     else:
         lines.append("trainer        the built-in one, python -m trainer.training")
+    lines += _options_lines(plan, texts, variables)
+
+    lines += _workers_lines(plan, texts, variables)
+
+    lines += ["", "commands, from the project's root, with the COMPOSE_FILE above:"]
+    lines += [f"  {line}" for step in plan.steps for line in step.lines(plan)]
+    lines.append("exit status: the verifier's (scripts/run --help)")
+
+    lines += _model_lines(plan, environment, override, rendering)
+    return "\n".join(lines) + "\n"
+
+
+def _options_lines(plan: Plan, texts: dict[str, str], variables: dict[str, str]) -> list[str]:
+    """The dry run's lines on the code, the network, recovery, CPUs, the verdict and the report."""
+    lines = []
+    waited_for = plan.names + (["the keeper"] if plan.recover else [])
     if plan.dev:
         mounted = ", ".join(devmode.services(plan.names, plan.recover))
         lines.append(f"code           this checkout's trainer/, read-only at {devmode.TARGET} on {mounted} (--dev)")
@@ -86,17 +100,24 @@ def describe(plan: Plan, environ) -> str:
     lines.append(f"verdict        the verifier's, once it has heard from {', '.join(waited_for)}")
     if plan.junit:
         lines.append(f"report         the verdict as JUnit XML in {plan.junit}, whatever the run's end (--junit)")
+    return lines
 
+
+def _workers_lines(plan: Plan, texts: dict[str, str], variables: dict[str, str]) -> list[str]:
+    """The dry run's table of the workers, and the settings every worker gets."""
+    hosts = ",".join(plan.names)
+    lines = []
     width = max(len(name) for name in plan.names) + 2
     lines += ["", f"{'workers':<{width + 2}}TF_TASK_INDEX  TF_WORKER_HOSTS"]
     lines += [f"  {name:<{width}}{index:<15}{hosts}" for index, name in enumerate(plan.names)]
     lines.append("settings of every worker (compose.yaml's defaults, unless your environment or .env sets them):")
     lines += [f"  {key}={shlex.quote(value)}" for key, value in worker_settings(plan, texts, variables).items()]
+    return lines
 
-    lines += ["", "commands, from the project's root, with the COMPOSE_FILE above:"]
-    lines += [f"  {line}" for step in plan.steps for line in step.lines(plan)]
-    lines.append("exit status: the verifier's (scripts/run --help)")
 
+def _model_lines(plan: Plan, environment: dict[str, str], override: str | None, rendering: str) -> list[str]:
+    """How to see the whole model Compose would run."""
+    lines = []
     lines += ["", "The whole model Compose would run (this calls Docker, but builds and starts nothing):"]
     if override is not None:
         lines.append(f"  python3 {rendering} --output {WORKERS_FILE}")
@@ -106,7 +127,7 @@ def describe(plan: Plan, environ) -> str:
         lines.append(f"  (which reads {ENV_FILE} as the last run wrote it, if any)")
     if plan.slowed:
         lines.append(f"  (once a run has written {slowdown.SLOW_FILE})")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def describe_slowed(plan: Plan, cpus: str) -> list[str]:

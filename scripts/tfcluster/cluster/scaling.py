@@ -74,6 +74,9 @@ def render(
     image TFCLUSTER_BAKED_IMAGE, unmounted, as compose.baked.yaml does. An override cannot extend a
     service of another override, so the extra workers get these lines here, and so do the first
     two, so that this file needs only compose.yaml.
+
+    It is longer than the house limit because it is one document written as the literal it renders,
+    read top to bottom as the file it becomes; cut into pieces it would no longer read as one.
     """
     check_count(count)
     if own_trainer and project:

@@ -13,7 +13,7 @@ import os
 import re
 from collections.abc import Mapping
 
-from tfcluster.commands.parsing import VALUE_CUTOFF, suggestion
+from tfcluster.errors import VALUE_CUTOFF, suggestion
 
 # Written by scripts/run (git ignores .tfcluster/), read by Compose through COMPOSE_FILE.
 SLOW_FILE = ".tfcluster/compose.slow.yaml"

@@ -8,11 +8,12 @@ Host only, standard library only: `scripts/run` must work with nothing installed
 """
 
 import argparse
-import difflib
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import NoReturn
+
+from tfcluster.errors import OPTION_CUTOFF, VALUE_CUTOFF, suggestion  # noqa: F401 (the parser's, re-exported)
 
 # trainer/contract/exitcodes.py's CONFIG_ERROR; not imported, because the host commands run from
 # scripts/, where the trainer package is not on the path (and must not be put there by hand).
@@ -21,18 +22,6 @@ BAD_ARGUMENTS = 2
 # Help is laid out for this width whatever the terminal's, as the hand-written examples and exit
 # codes of each command are, so that it reads the same everywhere, docs/commands.md included.
 HELP_WIDTH = 100
-
-# How close a mistyped word must be to a real one to be suggested (difflib's ratio): for an
-# option, `--worker` against `--workers` is 0.94 and `--bogus` against any of run's at most 0.5;
-# a value is a shorter word, where one slip weighs more (`wna` against `wan` is 0.67).
-OPTION_CUTOFF = 0.7
-VALUE_CUTOFF = 0.6
-
-
-def suggestion(word: str, candidates: Iterable[str], cutoff: float = OPTION_CUTOFF) -> str:
-    """` (did you mean X?)` for the candidate closest to `word`, or nothing if none is close."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=cutoff)
-    return f" (did you mean {close[0]}?)" if close else ""
 
 
 def whole_number(low: int, high: int) -> Callable[[str], int]:

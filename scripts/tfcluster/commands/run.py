@@ -107,6 +107,14 @@ def parser() -> Parser:
             "--junit": "a file",
         },
     )
+    add_cluster_options(parser)
+    add_project_options(parser)
+    add_output_options(parser)
+    return parser
+
+
+def add_cluster_options(parser: Parser) -> None:
+    """The cluster's own options: how many workers, recovery, the network, CPUs, the code."""
     parser.add_argument(
         "--workers",
         type=whole_number(1, scaling.MAX_WORKERS),
@@ -145,6 +153,10 @@ def parser() -> Parser:
         "edit of the launcher, verifier or built-in trainer runs with no image build (.tfcluster/compose.dev.yaml; "
         "the image is built only when its dependencies change; default: off, the image's code)",
     )
+
+
+def add_project_options(parser: Parser) -> None:
+    """Your project and what goes with it (docs/bring-your-own.md)."""
     parser.add_argument(
         "--project",
         metavar="DIR",
@@ -198,6 +210,10 @@ def parser() -> Parser:
         help=f"with --bake: the baked image's name (default: {baking.BAKED_REPOSITORY}:HASH, "
         "12 hex digits of a digest of the files sent and the base image's id)",
     )
+
+
+def add_output_options(parser: Parser) -> None:
+    """What the run leaves besides its verdict, or does instead of running."""
     parser.add_argument(
         "--junit",
         metavar="FILE",
@@ -211,7 +227,6 @@ def parser() -> Parser:
         help="print what would be done (the Compose files, the project, each worker's settings, what "
         "would be built) and exit 0; nothing is set up, built, written or started (default: off)",
     )
-    return parser
 
 
 def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:

@@ -74,6 +74,13 @@ def parser() -> Parser:
         metavar="{" + ",".join(TARGETS) + "}",
         help="what to render for (default: compose, an override of compose.yaml)",
     )
+    add_compose_options(parser)
+    add_deploy_options(parser)
+    return parser
+
+
+def add_compose_options(parser: Parser) -> None:
+    """The Compose target's options: what every worker runs, as the Compose files say."""
     parser.add_argument(
         "--own-trainer",
         action="store_true",
@@ -97,6 +104,10 @@ def parser() -> Parser:
         help="compose only, with --project: every worker gets your data, named by TFCLUSTER_DATA, "
         "as compose.data.yaml (default: off)",
     )
+
+
+def add_deploy_options(parser: Parser) -> None:
+    """The swarm and kubernetes targets' options, and where the rendering goes."""
     parser.add_argument(
         "--image",
         metavar="NAME",
@@ -116,7 +127,25 @@ def parser() -> Parser:
         "would be each node's own: judge the workers' logs, as scripts/nodes run does (default: off)",
     )
     parser.add_argument("--output", "-o", metavar="FILE", help="write to this file (default: standard output)")
-    return parser
+
+
+def refusal(arguments) -> str | None:
+    """Why the options cannot go together, in one line, or None if they can."""
+    chosen = [option for option in ("own_trainer", "project", "baked", "data") if getattr(arguments, option)]
+    if chosen and arguments.target != "compose":
+        return f"--{chosen[0].replace('_', '-')} is for the Compose target only"
+    given = [option for option in ("image", "command") if getattr(arguments, option) is not None]
+    if given and arguments.target == "compose":
+        return f"--{given[0]} is for the swarm and kubernetes targets (Compose: --project --baked)"
+    if arguments.one_per_node and arguments.target != "swarm":
+        return "--one-per-node is for the swarm target only"
+    if arguments.own_trainer and arguments.project:
+        return "--own-trainer and --project do not go together"
+    if arguments.data and not arguments.project:
+        return "--data goes with --project (your data, for your project)"
+    if arguments.baked and not arguments.project:
+        return "--baked goes with --project (your project, baked into an image)"
+    return None
 
 
 def main(argv: list[str]) -> int:
@@ -131,35 +160,16 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
-    chosen = [option for option in ("own_trainer", "project", "baked", "data") if getattr(arguments, option)]
-    if chosen and arguments.target != "compose":
-        print(f"workers.py: --{chosen[0].replace('_', '-')} is for the Compose target only", file=sys.stderr)
-        return 2
-    given = [option for option in ("image", "command") if getattr(arguments, option) is not None]
-    if given and arguments.target == "compose":
-        print(
-            f"workers.py: --{given[0]} is for the swarm and kubernetes targets (Compose: --project --baked)",
-            file=sys.stderr,
-        )
-        return 2
-    if arguments.one_per_node and arguments.target != "swarm":
-        print("workers.py: --one-per-node is for the swarm target only", file=sys.stderr)
-        return 2
-    if arguments.own_trainer and arguments.project:
-        print("workers.py: --own-trainer and --project do not go together", file=sys.stderr)
-        return 2
-    if arguments.data and not arguments.project:
-        print("workers.py: --data goes with --project (your data, for your project)", file=sys.stderr)
-        return 2
-    if arguments.baked and not arguments.project:
-        print("workers.py: --baked goes with --project (your project, baked into an image)", file=sys.stderr)
+    refused = refusal(arguments)
+    if refused:
+        print(f"workers.py: {refused}", file=sys.stderr)
         return 2
     try:
         command = None if arguments.command is None else program.split_command(arguments.command)
         if arguments.image is not None:
             baking.check_image(arguments.image, option="--image", digest=True)
-    except Refusal as refusal:
-        print(f"workers.py: {refusal}", file=sys.stderr)
+    except Refusal as error:
+        print(f"workers.py: {error}", file=sys.stderr)
         return 2
     if arguments.target == "compose":
         text = scaling.render(

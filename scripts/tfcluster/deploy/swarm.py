@@ -24,6 +24,9 @@ def render(
     With `one_per_node`, Swarm places at most one worker on a node, and there is no verifier
     service: its results volume would be each node's own, so the workers' logs are judged instead
     (scripts/nodes does, docs/nodes.md).
+
+    It is longer than the house limit because it is one document written as the literal it renders,
+    read top to bottom as the file it becomes; cut into pieces it would no longer read as one.
     """
     check_count(count)
     worker, verifier = model["services"][TEMPLATE_SERVICE], model["services"]["verifier"]

@@ -1,1 +1,0 @@
-"""The set-up's logic (scripts/setup): the pins file and the digest of what an image is built from."""

@@ -1,0 +1,129 @@
+"""The Python API (tfcluster.Cluster), driven with a recorded stand-in for Docker: it plans, runs,
+reads the verdict back as data; the dry run and the run come from one list of steps."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from tfcluster import Cluster, Refusal
+from tfcluster.cluster import steps
+
+ROOT = Path(__file__).resolve().parents[2]
+TUTORIAL_LOGS = ROOT / "tests" / "fixtures" / "logs" / "tutorial"
+REAL_RUN = subprocess.run
+
+
+class Docker:
+    """Stands in for every Docker and Compose command (and scripts/setup): records it, answers
+    `ps` and `logs` from the tutorial's saved logs, and lets anything else (the verifier on those
+    logs) really run."""
+
+    def __init__(self, codes: dict[str, int] | None = None, exits: dict[str, int] | None = None):
+        self.codes = codes or {}
+        self.exits = exits or {"worker-0": 0, "worker-1": 0}
+        self.commands: list[tuple[str, ...]] = []
+
+    def __call__(self, command, **options):
+        command = [str(word) for word in command]
+        if command[0].endswith("scripts/setup"):
+            self.commands.append(("scripts/setup", *command[1:]))
+            return subprocess.CompletedProcess(command, self.codes.get("setup", 0))
+        if command[0] != "docker":
+            return REAL_RUN(command, **options)
+        self.commands.append(tuple(command))
+        verb = command[2] if command[1] == "compose" else command[1]
+        stdout = ""
+        if verb == "ps":
+            stdout = "".join(f"{worker} {code}\n" for worker, code in self.exits.items())
+        elif verb == "logs":
+            stdout = (TUTORIAL_LOGS / f"{command[-1]}.log").read_text()
+        return subprocess.CompletedProcess(command, self.codes.get(verb, 0), stdout=stdout, stderr="")
+
+    def verbs(self) -> list[str]:
+        return [command[0] if command[0] == "scripts/setup" else command[2] for command in self.commands]
+
+
+@pytest.fixture
+def docker(monkeypatch):
+    def start(**answers) -> Docker:
+        stand_in = Docker(**answers)
+        monkeypatch.setattr(subprocess, "run", stand_in)
+        return stand_in
+
+    # This machine may itself be a container: the bind-mount check is another test's.
+    monkeypatch.setattr(steps.hostpaths, "in_container", lambda _environment: False)
+    return start
+
+
+def test_a_run_returns_the_verdict_as_data(docker):
+    recorded = docker()
+    run = Cluster(environ={"PATH": "/usr/bin:/bin"}).run()
+    assert recorded.verbs() == ["scripts/setup", "down", "up", "stop", "ps", "logs", "logs"]
+    assert (run.status, run.passed, run.ran) == (0, True, True)
+    assert list(run.workers) == ["worker-0", "worker-1"]
+    assert run.workers["worker-0"].status == "exited 0"
+    assert run.workers["worker-1"].metrics["replicas"] == 2
+    assert run.problems == []
+    assert run.verdict["synchronization"]["proven"]  # The state and traffic lines of a PASS.
+    assert "worker-0" in run.logs and run.logs["worker-0"].strip()
+
+
+def test_a_failed_verdict_names_the_worker_and_its_problem(docker):
+    docker(codes={"up": 7}, exits={"worker-0": 0, "worker-1": 3})
+    run = Cluster(environ={}).run()
+    assert (run.status, run.passed) == (7, False)
+    assert "exited 3" in run.workers["worker-1"].problem
+    assert any(problem.startswith("worker-1: ") for problem in run.problems)
+
+
+def test_a_failed_setup_ends_the_run_before_compose_with_nothing_to_judge(docker):
+    recorded = docker(codes={"setup": 2})
+    run = Cluster(environ={}).run()
+    assert recorded.verbs() == ["scripts/setup"]
+    assert (run.status, run.ran, run.verdict, run.workers) == (2, False, None, {})
+
+
+def test_bad_input_is_refused_before_anything_is_done(docker):
+    recorded = docker()
+    with pytest.raises(Refusal, match="--network 'moon' is not a profile"):
+        Cluster(network="moon", environ={}).run()
+    with pytest.raises(Refusal, match="--workers 17"):
+        Cluster(workers=17, environ={}).run()
+    with pytest.raises(Refusal, match="--slow worker-5: no such worker"):
+        Cluster(slow={"worker-5": 0.5}, environ={}).run()
+    with pytest.raises(Refusal, match="--env goes with --project"):
+        Cluster(env={"A": "1"}, environ={}).run()
+    assert recorded.commands == []
+
+
+def test_a_step_added_to_the_plan_is_both_printed_by_the_dry_run_and_run(docker, monkeypatch):
+    ran = []
+
+    class Marker:
+        def lines(self, _plan):
+            return ["echo marker"]
+
+        def run(self, _execution):
+            ran.append("marker")
+
+    planned = steps.of
+    monkeypatch.setattr(steps, "of", lambda plan: [*planned(plan)[:2], Marker(), *planned(plan)[2:]])
+    recorded = docker()
+    text = Cluster(environ={}).describe()
+    commands = text.split("commands, from the project's root, with the COMPOSE_FILE above:\n")[1]
+    assert commands.splitlines()[:3] == [
+        "  scripts/setup",
+        "  echo marker",
+        "  docker compose down --volumes --remove-orphans --timeout 1",
+    ]
+    assert recorded.commands == []  # The dry run calls nothing.
+    Cluster(environ={}).run()
+    assert ran == ["marker"]
+    assert recorded.verbs()[:2] == ["scripts/setup", "down"]
+
+
+def test_the_dry_run_prints_the_bind_mount_check_that_the_run_makes(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("")
+    text = Cluster(environ={"TRAINER_SCRIPT": str(script)}).describe()
+    assert f"that the engine sees TRAINER_SCRIPT {script}" in text
