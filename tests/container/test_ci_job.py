@@ -14,7 +14,7 @@ from xml.etree import ElementTree
 
 import pytest
 import yaml
-from scripts.compose_project import unique_name
+from tfcluster.cluster.compose import unique_name
 
 from tests.container.conftest import ROOT
 from trainer.contract.exitcodes import ExitCode

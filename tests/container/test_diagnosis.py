@@ -6,8 +6,8 @@ import datetime
 import subprocess
 
 import pytest
+from tfcluster.cluster import scaling
 
-from scripts import workers
 from tests.container.conftest import ROOT, override
 from trainer.contract.exitcodes import ExitCode
 
@@ -29,7 +29,7 @@ def test_one_worker_of_three_that_stops_calling_collectives_stalls_the_cluster_w
     compose_project, tmp_path
 ):
     three = tmp_path / "compose.workers.yaml"
-    three.write_text(workers.render(3, base_file=str(ROOT / "compose.yaml")))
+    three.write_text(scaling.render(3, base_file=str(ROOT / "compose.yaml")))
     hang = override(tmp_path, {"worker-2": {"TFCLUSTER_FAULT_HANG_AT_STEP": "2"}}, name="hang.yaml")
     project = compose_project(str(three), hang, environment={"TF_STALL_TIMEOUT": str(STALL_TIMEOUT)})
     result = project.verdict(timeout=240)

@@ -5,7 +5,7 @@ import os
 import subprocess
 
 import pytest
-from scripts.compose_project import unique_name
+from tfcluster.cluster.compose import unique_name
 
 from tests.container.conftest import ROOT
 

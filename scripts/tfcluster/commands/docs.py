@@ -9,12 +9,12 @@ without a side effect (no Docker, no set-up; the test checks that too), so this 
 """
 
 import os
-import runpy
 import subprocess
 import sys
 
 from tfcluster.commands.parsing import Parser
 from tfcluster.paths import ROOT
+from trainer.contract.exitcodes import ExitCode
 
 PAGE = ROOT / "docs" / "commands.md"
 
@@ -51,10 +51,8 @@ def help_text(command: str) -> str:
 
 
 def exit_codes() -> list[tuple[int, str]]:
-    """trainer/contract/exitcodes.py's codes and their meanings, read without importing trainer."""
-    # run_path, because the trainer package is not on the path of a script in scripts/.
-    exit_code = runpy.run_path(str(ROOT / "trainer" / "contract" / "exitcodes.py"))["ExitCode"]
-    return [(int(code), code.name.lower().replace("_", " ")) for code in exit_code]
+    """trainer/contract/exitcodes.py's codes and their meanings."""
+    return [(int(code), code.name.lower().replace("_", " ")) for code in ExitCode]
 
 
 def anchor(command: str) -> str:

@@ -1,4 +1,4 @@
-"""The argument parser of the host's Python commands (scripts/tfcluster/commands/run.py, scripts/workers.py).
+"""The argument parser of the host's Python commands (tfcluster/commands/: run, workers, nodes, ...).
 
 It is argparse, with the project's rules for a command line: a mistake is one line on stderr,
 `NAME: REASON`, naming the bad argument or value (and the likely intended one, when one is
@@ -14,10 +14,10 @@ from collections.abc import Callable
 from typing import NoReturn
 
 from tfcluster.errors import OPTION_CUTOFF, VALUE_CUTOFF, suggestion  # noqa: F401 (the parser's, re-exported)
+from trainer.contract.exitcodes import ExitCode
 
-# trainer/contract/exitcodes.py's CONFIG_ERROR; not imported, because the host commands run from
-# scripts/, where the trainer package is not on the path (and must not be put there by hand).
-BAD_ARGUMENTS = 2
+# Every program's one set of exit codes: a bad argument is a config error.
+BAD_ARGUMENTS = ExitCode.CONFIG_ERROR
 
 # Help is laid out for this width whatever the terminal's, as the hand-written examples and exit
 # codes of each command are, so that it reads the same everywhere, docs/commands.md included.

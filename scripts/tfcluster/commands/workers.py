@@ -20,7 +20,7 @@ import sys
 
 from tfcluster.cluster import compose, scaling
 from tfcluster.cluster.scaling import MAX_WORKERS
-from tfcluster.commands.parsing import Parser, one_of
+from tfcluster.commands.parsing import BAD_ARGUMENTS, Parser, one_of
 from tfcluster.deploy import kubernetes, swarm
 from tfcluster.errors import Refusal
 from tfcluster.project import baking, program
@@ -159,18 +159,18 @@ def main(argv: list[str]) -> int:
             f"got {arguments.workers!r}",
             file=sys.stderr,
         )
-        return 2
+        return BAD_ARGUMENTS
     refused = refusal(arguments)
     if refused:
         print(f"workers.py: {refused}", file=sys.stderr)
-        return 2
+        return BAD_ARGUMENTS
     try:
         command = None if arguments.command is None else program.split_command(arguments.command)
         if arguments.image is not None:
             baking.check_image(arguments.image, option="--image", digest=True)
     except Refusal as error:
         print(f"workers.py: {error}", file=sys.stderr)
-        return 2
+        return BAD_ARGUMENTS
     if arguments.target == "compose":
         text = scaling.render(
             count,
