@@ -9,13 +9,25 @@ One package by role, over one Python API (`Cluster`, tfcluster/cluster/):
   nodes/      real hosts on one machine: namespaces, engines, the registry, the swarm, faults
   ci/         CI: the verdict as JUnit XML, bind mounts from inside a job container
   benchmark/  the figures in docs/benchmark.md and docs/observer-benchmark.md
+  images/     the set-up's logic (scripts/setup): the pins file, the digest of what an image is built from
 
-The layers (pyproject.toml's import-linter contracts): commands on top, then cluster, nodes,
-deploy, ci and benchmark, then project. It uses the standard library, itself and
+The layers (pyproject.toml's import-linter contracts), top to bottom: commands; benchmark and
+nodes; deploy; cluster; ci; project; images. It uses the standard library, itself and
 trainer.contract only (never a runtime role): `scripts/run` must work with nothing but python3.
 """
 
-from tfcluster.cluster.api import Cluster, Run, Worker
-from tfcluster.errors import Refusal
-
 __all__ = ["Cluster", "Refusal", "Run", "Worker"]
+
+
+def __getattr__(name: str):
+    # The API on first use (PEP 562): `python3 -m tfcluster.images` in every set-up, or a
+    # command's --help, then loads none of the cluster's modules it does not need.
+    if name == "Refusal":
+        from tfcluster.errors import Refusal
+
+        return Refusal
+    if name in ("Cluster", "Run", "Worker"):
+        from tfcluster.cluster import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'tfcluster' has no attribute {name!r}")

@@ -83,7 +83,9 @@ def test_not_root_is_one_line_and_exit_2():
     # root can enter (mktemp -d makes one).
     with tempfile.TemporaryDirectory() as folder:
         os.chmod(folder, 0o755)
-        shutil.copytree(ROOT / "scripts", Path(folder) / "scripts")
+        # The host package (scripts/tfcluster/) and the contract it shares with the roles (trainer/).
+        for part in ("scripts", "trainer"):
+            shutil.copytree(ROOT / part, Path(folder) / part, ignore=shutil.ignore_patterns("__pycache__"))
         done = subprocess.run(
             ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", f"{folder}/scripts/nodes", "status"],
             cwd=folder,

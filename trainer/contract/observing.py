@@ -1,8 +1,8 @@
 """How the launcher turns the observer on (trainer/observer/): the variable that names its record file.
 
 The observer runs inside the training program and cannot import this package (a user's own
-`trainer` would shadow it), so it spells the name itself; tests/unit/test_observer.py holds the two
-the same.
+`trainer` would shadow it), so it spells the name itself;
+tests/unit/runtime/observer/test_observer.py holds the two the same.
 """
 
 VARIABLE = "TFCLUSTER_OBSERVER"

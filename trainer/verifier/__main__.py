@@ -210,6 +210,10 @@ def main(argv: list[str]) -> int:
         network=shaped,
         cluster=cluster,
     )
+    if arguments.results and not arguments.json:
+        # The live verdict as data, before the table people read last: whoever drove the run reads
+        # it from this service's log (trainer/contract/verdict.py), not by judging the logs again.
+        print(render.as_json(verdict), flush=True)
     print(render.as_json(verdict) if arguments.json else render.table(verdict), flush=True)
     if arguments.junit:
         arguments.junit.write_text(render.junit(verdict), encoding="utf-8")

@@ -3,7 +3,8 @@
 A program's own error can be long and say little about what to do: Keras 3's PerReplica error, for
 one, prints whole tensors. When a failed worker's log matches a pattern here, the verdict shows
 the advice instead of any line of the log (trainer/verifier/reasons.py). A new entry needs the
-error's exact words, and a test in tests/unit/test_diagnoses.py with a log that shows them.
+error's exact words, and a test in tests/unit/runtime/verifier/test_diagnoses.py with a log that
+shows them.
 """
 
 import dataclasses

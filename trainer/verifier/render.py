@@ -1,8 +1,8 @@
 """The verdict three ways: a table for people, JSON for programs, JUnit XML for CI."""
 
 import json
-import xml.etree.ElementTree as ElementTree
 
+from trainer.contract import verdict as contract_verdict
 from trainer.verifier.verdict import Verdict
 
 # The table's metric columns, when present; the JSON output carries every metric.
@@ -51,60 +51,37 @@ def summary(verdict: Verdict) -> str:
     return f"verdict: FAIL: {len(verdict.problems)} problem(s)"
 
 
+def record(verdict: Verdict) -> dict:
+    """The verdict as data (trainer/contract/verdict.py): what --json prints, and JUnit is made of."""
+    return {
+        "event": contract_verdict.EVENT,
+        "passed": verdict.passed,
+        "expected_workers": verdict.expected_workers,
+        "workers": [
+            {"name": w.name, "status": w.status, "metrics": w.metrics, "problem": w.problem} for w in verdict.workers
+        ],
+        "differences": list(verdict.differences),
+        "synchronization": {
+            "differences": list(verdict.synchronization.differences),
+            "proven": list(verdict.synchronization.lines),
+        },
+        "problems": list(verdict.problems),
+        "metrics": verdict.metrics,
+        "network": list(verdict.network),
+        "straggler": verdict.straggler,
+        "restarts": None
+        if verdict.recovery is None
+        else [
+            {"reason": restart.reason, "resumed_from_step": restart.resumed_from_step}
+            for restart in verdict.recovery.restarts
+        ],
+    }
+
+
 def as_json(verdict: Verdict) -> str:
-    return json.dumps(
-        {
-            "event": "verdict",
-            "passed": verdict.passed,
-            "expected_workers": verdict.expected_workers,
-            "workers": [
-                {"name": w.name, "status": w.status, "metrics": w.metrics, "problem": w.problem}
-                for w in verdict.workers
-            ],
-            "differences": list(verdict.differences),
-            "synchronization": {
-                "differences": list(verdict.synchronization.differences),
-                "proven": list(verdict.synchronization.lines),
-            },
-            "problems": list(verdict.problems),
-            "metrics": verdict.metrics,
-            "network": list(verdict.network),
-            "straggler": verdict.straggler,
-            "restarts": None
-            if verdict.recovery is None
-            else [
-                {"reason": restart.reason, "resumed_from_step": restart.resumed_from_step}
-                for restart in verdict.recovery.restarts
-            ],
-        }
-    )
+    return json.dumps(record(verdict))
 
 
 def junit(verdict: Verdict) -> str:
     """One test case per worker, one for the workers' model states and one for their metrics."""
-    synchronization = verdict.synchronization
-    suite = ElementTree.Element(
-        "testsuite",
-        name="tfcluster.verify",
-        tests=str(len(verdict.workers) + 2),
-        failures=str(
-            sum(1 for w in verdict.workers if w.problem)
-            + (1 if synchronization.differences else 0)
-            + (1 if verdict.differences else 0)
-        ),
-    )
-    for worker in verdict.workers:
-        case = ElementTree.SubElement(suite, "testcase", classname="tfcluster.worker", name=worker.name)
-        if worker.problem:
-            ElementTree.SubElement(case, "failure", message=worker.problem).text = worker.problem
-    states = ElementTree.SubElement(suite, "testcase", classname="tfcluster.cluster", name="model states identical")
-    if synchronization.differences:
-        text = "\n".join(synchronization.differences)
-        ElementTree.SubElement(states, "failure", message=synchronization.differences[0]).text = text
-    elif synchronization.lines:
-        ElementTree.SubElement(states, "system-out").text = "\n".join(synchronization.lines)
-    agreement = ElementTree.SubElement(suite, "testcase", classname="tfcluster.cluster", name="metrics agree")
-    if verdict.differences:
-        text = "\n".join(verdict.differences)
-        ElementTree.SubElement(agreement, "failure", message=verdict.differences[0]).text = text
-    return ElementTree.tostring(suite, encoding="unicode", xml_declaration=True)
+    return contract_verdict.junit(record(verdict))

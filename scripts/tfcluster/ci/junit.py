@@ -2,29 +2,31 @@
 
 Written after every run once its arguments are accepted, whatever its end (a failed set-up, a
 refusal, Ctrl-C or a CI job's SIGTERM), so that a CI job's report fails whenever its gate does.
-The cases are the verifier's own (tfcluster/cluster/verdict.py reads them back with the verdict).
-Where the run ended before its workers did anything, or the saved logs pass where the live
-verdict did not, the report says so in a failing case of its own. Standard library only.
+The cases are the verifier's own, made from its verdict record (trainer/contract/verdict.py).
+Where the run ended before its workers ran, or before the verifier gave a verdict, or the gate
+failed where the verdict passed, the report says so in a failing case of its own.
 """
 
 from pathlib import Path
 from xml.etree import ElementTree
 
-SUITE = "tfcluster.verify"
+from trainer.contract import verdict as records
+
+SUITE = records.SUITE
 
 
-def write(path: Path, *, status: int, judged: str | None, ran: bool) -> None:
-    """Writes the report for a run that ended with `status`: the verifier's JUnit (`judged`) if it
-    gave one, for a cluster that was brought up (`ran`)."""
-    if judged is None:
-        why = "left no worker's log to judge" if ran else "before its workers had run"
+def write(path: Path, *, status: int, record: dict | None, ran: bool) -> None:
+    """Writes the report for a run that ended with `status`: the verifier's verdict (`record`) if
+    it gave one, for a cluster that was brought up (`ran`)."""
+    if record is None:
+        why = "before the verifier gave a verdict" if ran else "before its workers had run"
         _write(path, _suite([("scripts/run", f"the run ended with exit status {status} {why}")]))
         return
-    report = ElementTree.fromstring(judged)
+    report = ElementTree.fromstring(records.junit(record))
     if status != 0 and int(report.get("failures", "0")) == 0:
-        # The live verdict failed where the saved logs pass (a verifier stopped, say): the gate wins.
+        # The verdict passed, yet the run failed after it (stopped, say): the gate wins.
         case = ElementTree.SubElement(report, "testcase", classname="tfcluster.cluster", name="scripts/run")
-        message = f"scripts/run exited {status} (the live verdict), though the workers' logs pass"
+        message = f"scripts/run exited {status}, though the verifier's verdict passed"
         ElementTree.SubElement(case, "failure", message=message).text = message
         report.set("tests", str(int(report.get("tests", "0")) + 1))
         report.set("failures", "1")

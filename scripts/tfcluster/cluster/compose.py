@@ -176,7 +176,5 @@ def _timestamp(text: str) -> datetime.datetime:
 
 def resolved_model(*, interpolate: bool) -> dict:
     """compose.yaml as Compose itself resolves it (anchors, merges and, if asked, variables)."""
-    command = ["docker", "compose", "-f", str(ROOT / BASE_FILE), "config", "--format", "json"]
-    if not interpolate:
-        command.append("--no-interpolate")
-    return json.loads(subprocess.run(command, capture_output=True, text=True, check=True).stdout)
+    arguments = ["config", "--format", "json", *([] if interpolate else ["--no-interpolate"])]
+    return json.loads(ComposeProject(name=None).compose(*arguments, check=True).stdout)

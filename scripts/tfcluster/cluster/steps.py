@@ -197,17 +197,19 @@ class Up:
 
 @dataclass(frozen=True)
 class ReadVerdict:
-    """The verdict as data (each worker's status, metrics and problems) and the workers' logs, read
-    back once the cluster has stopped; with --junit, the same verdict as JUnit XML."""
+    """The verdict as data (the verifier's record: each worker's status, metrics and problems) and
+    the workers' logs, read back once the cluster has stopped; with --junit, that verdict as JUnit XML."""
 
     junit: str | None
     # Run whatever the end, even after a step that ended the run (or Ctrl-C).
     always = True
 
-    def lines(self, _plan) -> list[str]:
-        lines = ["docker compose ps --all; docker compose logs WORKER (each worker's exit code and log)"]
-        judged = "python3 -m trainer.verifier LOGS --exit-codes-from CODES --json"
-        return [*lines, judged + (f" --junit {shlex.quote(self.junit)}" if self.junit else "")]
+    def lines(self, plan) -> list[str]:
+        logs = " ".join(["verifier", *plan.names])
+        written = f", written as JUnit XML to {self.junit}" if self.junit else ""
+        return [
+            f"docker compose logs --no-color --no-log-prefix SERVICE, each of {logs} (the verdict's record{written})"
+        ]
 
     def run(self, execution: Execution) -> int | None:
         from tfcluster.cluster import verdict  # The verdict reads the steps' Execution.

@@ -44,7 +44,7 @@ exit status:
 
 def parser() -> argparse.ArgumentParser:
     # The help is what `scripts/benchmark --help` prints (run by python3, before any set-up), and
-    # docs/commands.md shows it (tests/unit/test_commands.py).
+    # docs/commands.md shows it (tests/unit/host/commands/: test_help.py, test_commands_page.py).
     result = argparse.ArgumentParser(
         prog="scripts/benchmark",
         description=__doc__.split("\n")[0]

@@ -5,7 +5,7 @@ import re
 from collections.abc import Iterable
 
 from tfcluster.errors import Refusal
-from tfcluster.paths import ROOT
+from tfcluster.images import pins
 from tfcluster.project.envfiles import read_user_file
 from tfcluster.project.layout import IMAGE_REPOSITORY
 
@@ -29,7 +29,7 @@ REQUIREMENT = re.compile(
 # TensorFlow and its Keras packages are the image's own (docker/requirements.txt): a project that
 # names them, as most do, gets the image's versions; installing them again would pull the 572 MB
 # `tensorflow` wheel, or another TensorFlow than the cluster's.
-IMAGE_PINS = ROOT / "docker" / "requirements.txt"
+IMAGE_PINS = pins.PINS
 PROVIDED = {
     "tensorflow": "tensorflow-cpu",
     "tensorflow-cpu": "tensorflow-cpu",
@@ -39,12 +39,14 @@ PROVIDED = {
 
 
 def image_version(distribution: str) -> str:
-    for line in IMAGE_PINS.read_text(encoding="utf-8").splitlines():
-        # A pin's line ends in a continuation (`\`): its hash follows on the next line.
-        name, _, version = line.split("#", 1)[0].strip().removesuffix("\\").strip().partition("==")
-        if canonical(name) == distribution:
-            return version
-    raise Refusal(f"{IMAGE_PINS} pins no {distribution}")
+    # One reader of the pins file, tfcluster.images.pins (scripts/setup's too), which knows its form.
+    try:
+        version = pins.version_of(distribution, IMAGE_PINS)
+    except pins.PinsError as error:
+        raise Refusal(str(error)) from None
+    if version is None:
+        raise Refusal(f"{IMAGE_PINS} pins no {distribution}")
+    return version
 
 
 def provided_by_image(requirement: str, where: str) -> bool:

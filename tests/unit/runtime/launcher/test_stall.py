@@ -5,9 +5,9 @@ import sys
 import time
 
 import pytest
-from conftest import finish
 from test_supervisor import StandInWatch
 
+from tests.unit.conftest import finish
 from trainer.contract import stacks
 from trainer.contract.exitcodes import ExitCode
 from trainer.launcher import watchdog as watchdog_module

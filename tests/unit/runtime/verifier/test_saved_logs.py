@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from tests.conftest import FIXTURES, run_python
+from trainer.contract import verdict as verdict_record
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.verifier import given_exits
@@ -104,6 +105,15 @@ def test_a_saved_log_with_its_exit_code_reads_as_the_live_run_did(logs, tmp_path
     saved = verify("--exit-codes", "worker-0=0,worker-1=5", *logs)
     assert live.returncode == saved.returncode == ExitCode.VERIFICATION_FAILED
     assert problems(saved) == problems(live) == [f"worker-1: exited 5: {LOST_REASON}"]
+    # The live verdict also prints its record, before the table people read last: the host reads
+    # it (trainer/contract/verdict.py); the saved-logs mode, whose table is for people, does not.
+    record = verdict_record.found_in(live.stdout.splitlines())
+    assert record is not None and record["passed"] is False
+    assert [worker["problem"] for worker in record["workers"]] == [None, f"exited 5: {LOST_REASON}"]
+    lines = live.stdout.splitlines()
+    assert lines.index(next(line for line in lines if line.startswith('{"event": "verdict"'))) < len(lines) - 2
+    assert lines[-2].startswith("verdict: FAIL")
+    assert verdict_record.found_in(saved.stdout.splitlines()) is None
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,6 @@
 passes only when it passed (tfcluster/cluster/verdict.py, tfcluster/ci/junit.py)."""
 
 import subprocess
-from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
@@ -11,22 +10,27 @@ from tfcluster.cluster import steps, verdict
 from tfcluster.cluster.compose import ComposeProject
 from tfcluster.commands import run
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL_LOGS = ROOT / "tests" / "fixtures" / "logs" / "tutorial"
+from tests.unit.host.conftest import TUTORIAL_LOGS, verifier_log
 
 
 @pytest.fixture
 def compose(monkeypatch):
-    """Stands in for `docker compose ps` and `logs`: the workers' saved logs and the exit codes set."""
+    """Stands in for `docker compose logs`: the workers' saved logs, and the verifier's log of its
+    verdict on them with the exit codes set (None: a verifier that gave no verdict)."""
     exits = {"worker-0": 0, "worker-1": 0}
     asked = []
 
     def answer(_project, *arguments, **_options):
         asked.append(arguments[0])
-        if arguments[0] == "ps":
-            text = "".join(f"{worker} {code}\n" for worker, code in exits.items())
+        service = arguments[-1]
+        if service == "verifier":
+            text = (
+                "verify | waiting up to 3690s for worker-0, worker-1\n"
+                if None in exits.values()
+                else verifier_log(exits)
+            )
         else:
-            text = (TUTORIAL_LOGS / f"{arguments[-1]}.log").read_text()
+            text = (TUTORIAL_LOGS / f"{service}.log").read_text()
         return subprocess.CompletedProcess(arguments, 0, stdout=text)
 
     monkeypatch.setattr(ComposeProject, "compose", answer)
@@ -66,12 +70,19 @@ def test_a_worker_that_exited_non_zero_fails_its_case(compose, tmp_path):
     assert "exited 3" in execution.verdict["workers"][1]["problem"]
 
 
-def test_a_failed_run_whose_logs_pass_fails_a_case_of_its_own(compose, tmp_path):
+def test_a_run_that_failed_after_a_passing_verdict_fails_a_case_of_its_own(compose, tmp_path):
     _execution, suite = read_back(tmp_path, 143)
-    assert failures(suite) == {
-        "scripts/run": "scripts/run exited 143 (the live verdict), though the workers' logs pass"
-    }
+    assert failures(suite) == {"scripts/run": "scripts/run exited 143, though the verifier's verdict passed"}
     assert (suite.get("tests"), suite.get("failures")) == ("5", "1")
+
+
+def test_a_verifier_stopped_before_its_verdict_fails_the_report(compose, tmp_path):
+    exits, _asked = compose
+    exits["worker-1"] = None
+    execution, suite = read_back(tmp_path, 143)
+    assert failures(suite) == {"scripts/run": "the run ended with exit status 143 before the verifier gave a verdict"}
+    assert execution.verdict is None
+    assert set(execution.logs) == {"worker-0", "worker-1"}  # The workers' logs are read all the same.
 
 
 def test_a_run_that_ended_before_its_workers_fails_without_asking_compose(compose, tmp_path):
@@ -86,7 +97,7 @@ def test_a_report_that_cannot_be_judged_is_written_failing_all_the_same(monkeypa
     def broken(*_arguments):
         raise OSError("docker: not found")
 
-    monkeypatch.setattr(verdict, "saved_logs", broken)
+    monkeypatch.setattr(verdict, "_read", broken)
     _execution, suite = read_back(tmp_path, 0)
     assert failures(suite) == {"scripts/run": "the run ended with exit status 0; its report failed: docker: not found"}
 

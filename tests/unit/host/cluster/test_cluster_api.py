@@ -2,21 +2,20 @@
 reads the verdict back as data; the dry run and the run come from one list of steps."""
 
 import subprocess
-from pathlib import Path
 
 import pytest
 from tfcluster import Cluster, Refusal
 from tfcluster.cluster import steps
 
-ROOT = Path(__file__).resolve().parents[2]
-TUTORIAL_LOGS = ROOT / "tests" / "fixtures" / "logs" / "tutorial"
+from tests.unit.host.conftest import TUTORIAL_LOGS, verifier_log
+
 REAL_RUN = subprocess.run
 
 
 class Docker:
     """Stands in for every Docker and Compose command (and scripts/setup): records it, answers
-    `ps` and `logs` from the tutorial's saved logs, and lets anything else (the verifier on those
-    logs) really run."""
+    `logs` from the tutorial's saved logs (the verifier's, its verdict on them), and lets anything
+    else really run."""
 
     def __init__(self, codes: dict[str, int] | None = None, exits: dict[str, int] | None = None):
         self.codes = codes or {}
@@ -33,8 +32,8 @@ class Docker:
         self.commands.append(tuple(command))
         verb = command[2] if command[1] == "compose" else command[1]
         stdout = ""
-        if verb == "ps":
-            stdout = "".join(f"{worker} {code}\n" for worker, code in self.exits.items())
+        if verb == "logs" and command[-1] == "verifier":
+            stdout = verifier_log(self.exits)
         elif verb == "logs":
             stdout = (TUTORIAL_LOGS / f"{command[-1]}.log").read_text()
         return subprocess.CompletedProcess(command, self.codes.get(verb, 0), stdout=stdout, stderr="")
@@ -58,7 +57,7 @@ def docker(monkeypatch):
 def test_a_run_returns_the_verdict_as_data(docker):
     recorded = docker()
     run = Cluster(environ={"PATH": "/usr/bin:/bin"}).run()
-    assert recorded.verbs() == ["scripts/setup", "down", "up", "stop", "ps", "logs", "logs"]
+    assert recorded.verbs() == ["scripts/setup", "down", "up", "stop", "logs", "logs", "logs"]
     assert (run.status, run.passed, run.ran) == (0, True, True)
     assert list(run.workers) == ["worker-0", "worker-1"]
     assert run.workers["worker-0"].status == "exited 0"

@@ -174,7 +174,7 @@ def test_the_checks_find_what_is_broken_and_pass_what_is_not():
     assert paths_in(text) == ["trainer/no_such_module.py", "docs/settings.md"]
     assert missing_paths("README.md", text) == ["README.md: trainer/no_such_module.py"]
     assert missing_paths("x.py", "uses: docker/setup-buildx-action@v4, compose.workers.yaml, scripts/lint.") == []
-    assert missing_paths("x.py", "tests/unit/test_*.py and examples/no-such-example/") == [
+    assert missing_paths("x.py", "tests/unit/*/test_*.py and examples/no-such-example/") == [
         "x.py: examples/no-such-example/"
     ]
     cited = 'docs/settings.md, "Deadlines"; docs/settings.md, "Timeouts"; docs/nothing.md, "Deadlines"'

@@ -1,0 +1,84 @@
+"""scripts/run's real run, every command recorded instead of run: set-up, down, up, stop, and what reaches Compose."""
+
+import subprocess
+
+from tfcluster.cluster import scaling
+from tfcluster.project import requirements
+
+from tests.unit.host.conftest import DOWN, STOP, UP
+from trainer.contract.exitcodes import ExitCode
+
+
+def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_path):
+    status, recorder = recorded(["--workers", "3", "--recover"], codes={"up": 7})
+    assert status == 7
+    assert [command for command, _ in recorder.commands] == [
+        (str(tmp_path / "scripts" / "setup"),),
+        DOWN,
+        UP,
+        STOP,
+    ]
+    for _command, options in recorder.commands:
+        assert options["cwd"] == tmp_path
+        assert options["env"]["COMPOSE_FILE"] == "compose.yaml:compose.workers.yaml:compose.recovery.yaml"
+    # The verifier's output is the user's; down's and stop's are not.
+    assert "stdout" not in recorder.commands[2][1]
+    assert recorder.commands[1][1]["stdout"] == recorder.commands[3][1]["stdout"] == subprocess.DEVNULL
+    assert (tmp_path / "compose.workers.yaml").read_text() == scaling.render(3)
+
+
+def test_a_failed_setup_ends_the_run_with_its_status(recorded):
+    status, recorder = recorded([], codes={"setup": 2})
+    assert status == 2
+    assert len(recorder.commands) == 1
+
+
+def test_a_verifier_ended_by_a_signal_is_reported_as_a_shell_would(recorded):
+    status, _recorder = recorded([], codes={"up": -15})
+    assert status == ExitCode.TERMINATED
+
+
+def test_your_own_trainer_and_a_profile_reach_compose(recorded, tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text("")
+    _status, recorder = recorded(["--network", "thin"], TRAINER_SCRIPT=str(script))
+    environment = recorder.commands[0][1]["env"]
+    assert environment["COMPOSE_FILE"] == "compose.yaml:compose.byo.yaml:compose.network.yaml"
+    assert environment["TRAINER_SCRIPT"] == str(script.resolve())
+    assert environment["TF_NETWORK_PROFILE"] == "thin"
+
+
+def test_your_project_reaches_compose_and_its_variables_the_env_file(recorded, tmp_path):
+    project = tmp_path / "mine"
+    project.mkdir()
+    (project / "train.py").write_text("")
+    (project / "requirements.txt").write_text("tqdm==4.67.1\n")
+    status, recorder = recorded(["--project", str(project), "--env", "GREETING=it's $HOME", "--workers", "3"])
+    assert status == 0
+    environment = recorder.commands[0][1]["env"]
+    assert environment["COMPOSE_FILE"] == "compose.yaml:compose.workers.yaml"
+    assert environment["TFCLUSTER_PROJECT"] == str(project.resolve())
+    assert environment["TFCLUSTER_COMMAND"] == "python train.py"
+    assert environment["TFCLUSTER_ENV_FILE"] == str(tmp_path / ".tfcluster" / "env")
+    assert environment["EXTRA_REQUIREMENTS"] == "tqdm==4.67.1"
+    assert environment["TFCLUSTER_IMAGE"] == requirements.image_tag(["tqdm==4.67.1"])
+    assert "TFCLUSTER_DATA" not in environment
+    # Written before the set-up, quoted so that Compose reads the value back as it was given.
+    assert (
+        (tmp_path / ".tfcluster" / "env")
+        .read_text()
+        .endswith('GREETING="it\'s \\$HOME"\nTFCLUSTER_USER_ENV=GREETING\n')
+    )
+    assert (tmp_path / "compose.workers.yaml").read_text() == scaling.render(3, project=True)
+
+
+def test_a_project_without_variables_still_gets_a_fresh_env_file(recorded, tmp_path):
+    project = tmp_path / "mine"
+    project.mkdir()
+    (project / "train.py").write_text("")
+    (tmp_path / ".tfcluster").mkdir()
+    (tmp_path / ".tfcluster" / "env").write_text("STALE=1\nTFCLUSTER_USER_ENV=STALE\n")
+    _status, recorder = recorded(["--project", str(project)])
+    assert recorder.commands[0][1]["env"]["COMPOSE_FILE"] == "compose.yaml:compose.project.yaml"
+    assert "STALE" not in (tmp_path / ".tfcluster" / "env").read_text()
+    assert (tmp_path / ".tfcluster" / "env").read_text().endswith("\nTFCLUSTER_USER_ENV=\n")

@@ -1,0 +1,158 @@
+"""What the host commands' tests share: a sandbox to run them in, a project of one's own, a recorded run.
+
+Every command runs from a copy of the project with a fake `docker` first on PATH, which records
+any call and fails: so a command that reached for Docker, set anything up, or wrote a file is
+caught, and the real project (its .venv, images and containers) is never touched.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tfcluster import paths
+from tfcluster.ci import hostpaths
+from tfcluster.cluster import steps
+from tfcluster.commands import docs as commands_doc
+from tfcluster.commands import run
+
+from tests.conftest import ROOT
+
+# The Compose commands of a run, as they are run.
+DOWN, UP, STOP = (("docker", "compose", *arguments) for arguments in (steps.DOWN, steps.UP, steps.STOP))
+COPIED = [
+    "scripts",
+    "trainer",
+    "docker/Dockerfile.project",
+    "docker/requirements.txt",
+    "compose.yaml",
+    "compose.byo.yaml",
+    "compose.project.yaml",
+    "compose.baked.yaml",
+    "compose.data.yaml",
+    "compose.recovery.yaml",
+    "compose.network.yaml",
+]
+FAKE_DOCKER = """#!/bin/sh
+echo "docker $*" >> "{calls}"
+exit 99
+"""
+
+
+class Sandbox:
+    """A copy of the project's commands, run with a fake docker; it notes what they touched."""
+
+    def __init__(self, base: Path):
+        self.root = base / "project"
+        for name in COPIED:
+            source, target = ROOT / name, self.root / name
+            if source.is_dir():
+                shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target)
+        self.calls = base / "docker-calls"
+        fake = base / "bin" / "docker"
+        fake.parent.mkdir()
+        fake.write_text(FAKE_DOCKER.format(calls=self.calls))
+        fake.chmod(0o755)
+        # Only what the commands need, so that no setting of the machine running the tests
+        # (TRAIN_EPOCHS, COMPOSE_FILE, TRAINER_SCRIPT, ...) changes what they print.
+        self.environment = {
+            "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
+            "HOME": str(base),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "COLUMNS": commands_doc.COLUMNS,
+        }
+        self.before = self.files()
+
+    def files(self) -> set[str]:
+        return {str(path.relative_to(self.root)) for path in self.root.rglob("*")}
+
+    def run(self, command: str, *arguments: str, cwd: Path | None = None, **variables: str):
+        return subprocess.run(
+            [str(self.root / command), *arguments],
+            cwd=cwd or self.root,
+            env={**self.environment, **variables},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    def assert_untouched(self) -> None:
+        assert not self.calls.exists(), f"Docker was called: {self.calls.read_text()}"
+        assert self.files() == self.before, f"files appeared or went: {self.files() ^ self.before}"
+
+
+@pytest.fixture
+def sandbox(tmp_path) -> Sandbox:
+    return Sandbox(tmp_path)
+
+
+@pytest.fixture
+def training_project(tmp_path) -> Path:
+    """A project of one's own, outside the sandbox (so that what the sandbox holds stays as it was)."""
+    folder = tmp_path / "mine"
+    (folder / "model" / "cli").mkdir(parents=True)
+    (folder / "train.py").write_text("print('training')\n")
+    (folder / "model" / "__init__.py").write_text("")
+    (folder / "model" / "train.py").write_text("")
+    (folder / "model" / "cli" / "__main__.py").write_text("")
+    (folder / "run.sh").write_text("#!/bin/sh\n")
+    (folder / "cluster.env").write_text("# Settings of my own\nexport BATCH=64\nGREETING='hello world'\n")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "empty").mkdir()
+    return folder
+
+
+# -- scripts/run's real run, with every command recorded instead of run ---------------------------
+
+
+class Recorder:
+    """Stands in for subprocess.run in scripts/tfcluster/commands/run.py: records each command, returns set codes."""
+
+    def __init__(self, codes: dict[str, int]):
+        self.codes = codes
+        self.commands: list[tuple[tuple[str, ...], dict]] = []
+
+    def __call__(self, command, **options):
+        self.commands.append((tuple(command), options))
+        key = "setup" if command[0].endswith("scripts/setup") else command[2]
+        return subprocess.CompletedProcess(command, self.codes.get(key, 0))
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    # This machine may itself be a container; a test of whether a run checks its mounts sets its own.
+    monkeypatch.setattr(hostpaths, "in_container", lambda _environment: False)
+
+    def start(argv, codes=None, **variables):
+        recorder = Recorder(codes or {})
+        monkeypatch.setattr(paths, "ROOT", tmp_path)
+        monkeypatch.setattr(subprocess, "run", recorder)
+        for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE", "EXTRA_REQUIREMENTS", "TFCLUSTER_IMAGE"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in variables.items():
+            monkeypatch.setenv(name, value)
+        return run.main(argv), recorder
+
+    return start
+
+
+TUTORIAL_LOGS = ROOT / "tests" / "fixtures" / "logs" / "tutorial"
+
+
+def verifier_log(exits: dict[str, int]) -> str:
+    """The verifier service's log of a run of the tutorial whose workers exited with `exits`: its
+    waiting line, its verdict's record and its table, made by the real verifier (on the saved
+    logs, whose record is the live one's), not written by hand."""
+    codes = ",".join(f"{worker}={code}" for worker, code in exits.items())
+    logs = [str(TUTORIAL_LOGS / f"{worker}.log") for worker in exits]
+    judge = [sys.executable, "-m", "trainer.verifier", *logs, "--exit-codes", codes]
+    environment = {"PATH": os.environ["PATH"], "PYTHONPATH": str(ROOT)}
+    record = subprocess.run([*judge, "--json"], cwd=ROOT, env=environment, capture_output=True, text=True).stdout
+    table = subprocess.run(judge, cwd=ROOT, env=environment, capture_output=True, text=True).stdout
+    assert record.startswith('{"event": "verdict"'), record
+    return f"verify | waiting up to 3690s for {', '.join(exits)}\n{record}{table}"
