@@ -7,6 +7,7 @@ judging the workers' logs a second time. `scripts/verify --json` prints the same
 """
 
 import json
+import re
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Iterable
 
@@ -14,11 +15,20 @@ EVENT = "verdict"
 SUITE = "tfcluster.verify"
 
 
+# Compose's `name  | ` before a line of a service's log (`docker compose up`, `logs` without
+# --no-log-prefix); nothing else may come before a record.
+_PREFIX = re.compile(r"^[\w.-]+\s+\| ")
+
+
 def found_in(lines: Iterable[str]) -> dict | None:
-    """The last verdict record among `lines` (a log, with or without Compose's `name  | ` prefixes)."""
+    """The last verdict record among `lines` (a log, with or without Compose's `name  | ` prefixes).
+
+    A record is a whole line of its own: one quoted inside another line (a worker's last words,
+    shown in the verifier's table) is not the verdict, whatever it says.
+    """
     found = None
     for line in lines:
-        text = line.split(" | ", 1)[1] if " | {" in line else line
+        text = _PREFIX.sub("", line, count=1)
         if not text.startswith('{"event": "verdict"'):
             continue
         try:

@@ -12,17 +12,28 @@ same plan, the same steps. Every bad value is a `Refusal` (tfcluster/errors.py),
 """
 
 import os
+import re
 import signal
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NoReturn
 
 from tfcluster.cluster import dryrun, scaling, slowdown
 from tfcluster.cluster.compose import ComposeProject
-from tfcluster.cluster.plan import Plan, check_combination, junit_path, trainer_script_of
+from tfcluster.cluster.plan import BASE_FILE, Plan, check_network, check_tag, junit_path, trainer_script_of
 from tfcluster.cluster.steps import DOWN, Execution
 from tfcluster.errors import Refusal
 from tfcluster.project import options
+
+# Compose's rule for a project name (`docker compose -p`).
+PROJECT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+# The name a baked run's Compose file is given when only its containers matter (tearing down).
+TEARDOWN_IMAGE = "tfcluster-baked:teardown"
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class Run:
     status: int
     # Whether the cluster was brought up at all (a failed set-up never gets there).
     ran: bool
-    # The verifier's record of its verdict (`scripts/verify --json`); None if no worker left a log.
+    # The verifier's record of its verdict (`scripts/verify --json`'s); None if it gave none.
     verdict: dict | None
     # Each worker's log, as `docker compose logs` gives it.
     logs: dict[str, str] = field(default_factory=dict)
@@ -61,12 +72,13 @@ class Run:
 
     @property
     def problems(self) -> list[str]:
-        """What the verdict found wrong: the cluster's problems, each worker's, the differences."""
-        verdict = self.verdict or {}
-        found = [*verdict.get("problems", [])]
-        found += [f"{worker.name}: {worker.problem}" for worker in self.workers.values() if worker.problem]
-        found += verdict.get("differences", []) + verdict.get("synchronization", {}).get("differences", [])
-        return found
+        """What went wrong, one line each: the verdict's problems (each worker's, the differences
+        between them), or, for a run that ended without a verdict, how it ended."""
+        if self.verdict is not None:
+            return list(self.verdict.get("problems", []))
+        return (
+            [] if self.passed else [f"the run ended with exit status {self.status} before the verifier gave a verdict"]
+        )
 
 
 @dataclass(frozen=True)
@@ -97,10 +109,10 @@ class Cluster:
 
     def plan(self, *, collects: bool = True) -> Plan:
         """The run this asks for, checked; raises Refusal, before anything is done."""
-        if not 1 <= self.workers <= scaling.MAX_WORKERS:
-            raise Refusal(f"--workers {self.workers}: the number of workers must be 1 to {scaling.MAX_WORKERS}")
-        check_combination(self.workers, self.recover, self.network, self.tag, self.bake)
+        self._check_types()
+        check_network(self.workers, self.recover, self.network)
         trainer_script = trainer_script_of(self.environ, self.project is not None)
+        check_tag(self.tag, self.bake)
         try:
             slowed = slowdown.check(slowdown.given(self.slow), scaling.worker_names(self.workers))
         except ValueError as error:
@@ -119,6 +131,24 @@ class Cluster:
             collects=collects,
             name=self.name,
         )
+
+    def _check_types(self) -> None:
+        """What argparse checks on the command line, for values given in Python; raises Refusal."""
+        if type(self.workers) is not int or not 1 <= self.workers <= scaling.MAX_WORKERS:
+            raise Refusal(
+                f"workers={self.workers!r}: the number of workers must be a whole number, 1 to {scaling.MAX_WORKERS}"
+            )
+        if self.name is not None and not (isinstance(self.name, str) and PROJECT_NAME.fullmatch(self.name)):
+            raise Refusal(f"name={self.name!r}: a Compose project name is lower-case letters, digits, - and _")
+        for field_name in ("env", "env_files"):
+            if isinstance(getattr(self, field_name), str):
+                raise Refusal(
+                    f"{field_name}={getattr(self, field_name)!r}: give a list (or, for env, a mapping), not a string"
+                )
+        if isinstance(self.slow, str) or (
+            isinstance(self.slow, Mapping) and not all(_is_number(cpus) for cpus in self.slow.values())
+        ):
+            raise Refusal(f"slow={self.slow!r}: give a mapping of worker to CPUs, such as {{'worker-1': 0.25}}")
 
     def _project(self) -> options.Project | None:
         if self.project is None:
@@ -142,17 +172,25 @@ class Cluster:
 
     def describe(self) -> str:
         """The dry run: what `run()` would do, as text; nothing is set up, built, written or started."""
-        return dryrun.describe(self.plan(collects=False), self.environ)
+        return dryrun.describe(self.plan(), self.environ)
 
     def run(self) -> Run:
         """Sets up what is missing, trains the cluster and reads its verdict back."""
         return execute(self.plan(), self.environ)
 
-    def down(self) -> None:
+    def down(self) -> int:
         """Removes the cluster's containers, networks and volumes (a run leaves its stopped
-        containers, whose logs are the verdict's evidence, until the next run or this)."""
-        plan = self.plan(collects=False)
-        ComposeProject.from_environment({**self.environ, **plan.environment()}).quietly(*DOWN)
+        containers, whose logs are the verdict's evidence, until the next run or this); returns
+        Compose's exit status. It needs no valid plan: a project folder gone since is no reason to
+        leave the containers behind."""
+        try:
+            environment = self.plan(collects=False).environment(baked_image=TEARDOWN_IMAGE)
+        except Refusal:
+            # compose.yaml alone names every service a run has; --remove-orphans takes the rest.
+            environment = {"COMPOSE_FILE": BASE_FILE, **({"COMPOSE_PROJECT_NAME": self.name} if self.name else {})}
+        # A baked run's file requires its image's name, which tearing down needs no image of.
+        environment.setdefault("TFCLUSTER_BAKED_IMAGE", TEARDOWN_IMAGE)
+        return ComposeProject.from_environment({**self.environ, **environment}).quietly(*DOWN).returncode
 
 
 def execute(plan: Plan, environ: Mapping[str, str]) -> Run:
@@ -162,7 +200,9 @@ def execute(plan: Plan, environ: Mapping[str, str]) -> Run:
     steps = plan.steps
     # Whatever the end, a CI report must fail whenever the run does: a cancelled CI job's SIGTERM
     # ends the run as Ctrl-C does, and the report is written on the way out.
-    previous = signal.signal(signal.SIGTERM, _terminated) if plan.junit else None
+    # Only the main thread may set a handler: a run from another thread leaves SIGTERM as it is.
+    handles = plan.junit and threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _terminated) if handles else None
     try:
         for step in (step for step in steps if not getattr(step, "always", False)):
             status = step.run(execution)

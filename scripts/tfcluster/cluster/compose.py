@@ -92,6 +92,7 @@ class ComposeProject:
             env=self.environment,
             capture_output=True,
             text=True,
+            errors="replace",  # A program's log may hold bytes that are not UTF-8.
             timeout=timeout,
             check=check,
         )

@@ -71,7 +71,7 @@ def describe(plan: Plan, environ) -> str:
     lines += _workers_lines(plan, texts, variables)
 
     lines += ["", "commands, from the project's root, with the COMPOSE_FILE above:"]
-    lines += [f"  {line}" for step in plan.steps for line in step.lines(plan)]
+    lines += [f"  {line}" for step in plan.steps for line in step.lines(plan, environ)]
     lines.append("exit status: the verifier's (scripts/run --help)")
 
     lines += _model_lines(plan, environment, override, rendering)

@@ -193,8 +193,8 @@ def _project_environment(project: Project, baked_image: str | None) -> dict[str,
     return environment
 
 
-def check_combination(workers: int, recover: bool, network: str | None, tag: str | None, bake: bool) -> None:
-    """The options that cannot go together, whatever else is asked for; raises Refusal."""
+def check_network(workers: int, recover: bool, network: str | None) -> None:
+    """A network profile, and what it cannot go with; raises Refusal."""
     if network is not None and network not in PROFILES:
         raise Refusal(f"--network {network!r} is not a profile: {', '.join(PROFILES)}")
     if network:
@@ -203,6 +203,9 @@ def check_combination(workers: int, recover: bool, network: str | None, tag: str
         # A shaper lives in its worker's network namespace, which a restarted worker does not keep.
         if recover:
             raise Refusal("--network and --recover do not go together (a restarted worker loses its shaper)")
+
+
+def check_tag(tag: str | None, bake: bool) -> None:
     if tag is not None and not bake:
         raise Refusal("--tag goes with --bake (the name of the image it builds)")
 

@@ -1,6 +1,7 @@
 """The steps of a run, each both done and described: `execute` runs them, the dry run prints them.
 
-A step is a command line (or a few) that it shows, and what it does. `of(plan)` is the one list of
+A step is a command line (or a few) that it shows (`lines(plan, environ)`, environ being the
+run's environment), and what it does (`run(execution)`). `of(plan)` is the one list of
 a plan's steps, in order; nothing else decides what a run does, so the dry run cannot leave out
 what the run does (the bind-mount check, for one). A step that ends the run returns its exit
 status; one that goes on returns None.
@@ -12,6 +13,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import threading
 from dataclasses import dataclass, field
 
 from tfcluster import paths
@@ -76,7 +78,7 @@ class WriteFiles:
 
     files: dict[str, str]
 
-    def lines(self, _plan) -> list[str]:
+    def lines(self, _plan, _environ) -> list[str]:
         return [f"write {name}" for name in self.files]
 
     def run(self, execution: Execution) -> int | None:
@@ -101,7 +103,7 @@ class SetUp:
 
     options: tuple[str, ...]
 
-    def lines(self, _plan) -> list[str]:
+    def lines(self, _plan, _environ) -> list[str]:
         return [shlex.join([SETUP, *self.options])]
 
     def run(self, execution: Execution) -> int | None:
@@ -114,8 +116,8 @@ class SetUp:
 class Bake:
     """docker build of docker/Dockerfile.project: your project in an image of its own (--bake)."""
 
-    def lines(self, plan) -> list[str]:
-        image = composefiles.base_image(dry_variables(plan))
+    def lines(self, plan, environ) -> list[str]:
+        image = composefiles.base_image(dry_variables(plan, environ))
         command = build.build_command(plan.project.tag or build.UNKNOWN_TAG, image, plan.project.directory)
         return [f"{shlex.join(command)} < (the context above, as a tar)"]
 
@@ -136,7 +138,7 @@ class CheckMounts:
 
     sources: dict[str, str]
 
-    def lines(self, _plan) -> list[str]:
+    def lines(self, _plan, _environ) -> list[str]:
         shown = ", ".join(f"{what} {source}" for what, source in self.sources.items())
         return [f"docker run --rm ... test -e (only in a container: that the engine sees {shown})"]
 
@@ -157,7 +159,7 @@ class Compose:
 
     arguments: tuple[str, ...]
 
-    def lines(self, _plan) -> list[str]:
+    def lines(self, _plan, _environ) -> list[str]:
         return [shlex.join(ComposeProject.from_environment({}).command(*self.arguments))]
 
     def run(self, execution: Execution) -> int | None:
@@ -169,7 +171,7 @@ class Compose:
 class RemoveSuperseded:
     """The same folder's earlier baked images, after `down` (whose containers held them)."""
 
-    def lines(self, plan) -> list[str]:
+    def lines(self, plan, _environ) -> list[str]:
         lines = []
         if plan.project.tag is None:
             lines.append(f"docker image rm (this folder's earlier {build.REPOSITORY} images, if any)")
@@ -184,7 +186,7 @@ class RemoveSuperseded:
 class Up:
     """docker compose up: the workers' logs and the verdict, whose exit status is the run's."""
 
-    def lines(self, _plan) -> list[str]:
+    def lines(self, _plan, _environ) -> list[str]:
         return [shlex.join(ComposeProject.from_environment({}).command(*UP))]
 
     def run(self, execution: Execution) -> int | None:
@@ -204,8 +206,8 @@ class ReadVerdict:
     # Run whatever the end, even after a step that ended the run (or Ctrl-C).
     always = True
 
-    def lines(self, plan) -> list[str]:
-        logs = " ".join(["verifier", *plan.names])
+    def lines(self, plan, _environ) -> list[str]:
+        logs = " ".join(["verifier", *(plan.names if plan.collects else [])])
         written = f", written as JUnit XML to {self.junit}" if self.junit else ""
         return [
             f"docker compose logs --no-color --no-log-prefix SERVICE, each of {logs} (the verdict's record{written})"
@@ -222,6 +224,9 @@ class ReadVerdict:
 def interrupts_left_to_compose():
     """Ctrl-C reaches Compose as well (one process group): it stops the containers and exits, and
     the run then stops what is left and reports the status."""
+    if threading.current_thread() is not threading.main_thread():
+        yield  # Only the main thread gets signals, and may set their handlers.
+        return
     # A handler, not SIG_IGN, which Compose would inherit; a handler is reset in the child by exec.
     previous = signal.signal(signal.SIGINT, lambda _signum, _frame: None)
     try:
@@ -230,10 +235,10 @@ def interrupts_left_to_compose():
         signal.signal(signal.SIGINT, previous)
 
 
-def dry_variables(plan) -> dict[str, str]:
+def dry_variables(plan, environ) -> dict[str, str]:
     """The variables the dry run interpolates the Compose files with: .env, then the environment."""
     environment = plan.environment(build.UNKNOWN_TAG if plan.bakes and plan.project.tag is None else None)
-    return {**composefiles.dotenv(paths.ROOT / ".env"), **os.environ, **environment}
+    return {**composefiles.dotenv(paths.ROOT / ".env"), **environ, **environment}
 
 
 def of(plan) -> list:

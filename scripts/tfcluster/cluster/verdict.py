@@ -3,8 +3,8 @@ what `--junit` writes.
 
 The verifier service prints its verdict as a record (trainer/contract/verdict.py) beside its
 table: that record, from the verifier's log, is the run's verdict, the live one, with each
-worker's status, metrics and problem; --junit's XML is made from it. Each worker's log is read
-beside it. Nothing is judged a second time. Where the run ended before its workers did anything,
+worker's status, metrics and problem; --junit's XML is made from it. For the API's Run, each
+worker's log is read beside it. Nothing is judged a second time. Where the run ended before its workers did anything,
 or before the verifier gave a verdict, the report says so in a failing case of its own
 (tfcluster/ci/junit.py).
 """
@@ -36,8 +36,10 @@ def _read(execution) -> tuple[dict | None, dict[str, str]]:
     """The verifier's record of its verdict, and each worker's log, from the stopped containers."""
     compose = execution.compose()
     verifier_log = compose.compose("logs", "--no-color", "--no-log-prefix", VERIFIER, timeout=None).stdout
+    # The workers' logs only for whoever asked for them (the API's Run): --junit needs the verdict alone.
+    workers = execution.plan.names if execution.plan.collects else []
     logs = {
         worker: compose.compose("logs", "--no-color", "--no-log-prefix", worker, timeout=None).stdout
-        for worker in execution.plan.names
+        for worker in workers
     }
     return records.found_in(verifier_log.splitlines()), logs

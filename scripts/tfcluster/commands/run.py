@@ -25,7 +25,7 @@ the same synchronized training. Arguments are checked before anything starts."""
 
 
 def _reserved_names() -> str:
-    """The epilog's paragraph on the names --env may not set, made from training_project's lists."""
+    """The epilog's paragraph on the names --env may not set, made from tfcluster/project/names.py's lists."""
     harness = (*names.HARNESS_NAMES, *(f"{prefix}*" for prefix in names.HARNESS_PREFIXES))
     settings = (*(f"{prefix}*" for prefix in names.SETTING_PREFIXES), *names.SETTING_NAMES)
     text = (
@@ -218,8 +218,9 @@ def add_output_options(parser: Parser) -> None:
         "--junit",
         metavar="FILE",
         help="also write the verdict as JUnit XML to FILE, from where you are, whatever the run's end: one "
-        "case per worker and one for their agreement, from their logs and exit codes; a run that ends "
-        "before its workers run, or fails where their logs pass, fails a case of its own (default: none)",
+        "case per worker, one for their model states and one for their metrics, from the verifier's own "
+        "verdict; a run that ends before a verdict, or fails where the verdict passed, fails a case of its "
+        "own (default: none)",
     )
     parser.add_argument(
         "--dry-run",

@@ -86,7 +86,7 @@ def test_bad_input_is_refused_before_anything_is_done(docker):
     recorded = docker()
     with pytest.raises(Refusal, match="--network 'moon' is not a profile"):
         Cluster(network="moon", environ={}).run()
-    with pytest.raises(Refusal, match="--workers 17"):
+    with pytest.raises(Refusal, match="workers=17: the number of workers"):
         Cluster(workers=17, environ={}).run()
     with pytest.raises(Refusal, match="--slow worker-5: no such worker"):
         Cluster(slow={"worker-5": 0.5}, environ={}).run()
@@ -95,11 +95,72 @@ def test_bad_input_is_refused_before_anything_is_done(docker):
     assert recorded.commands == []
 
 
+@pytest.mark.parametrize(
+    ("settings", "named"),
+    [
+        ({"workers": "3"}, "workers='3'"),
+        ({"workers": True}, "workers=True"),
+        ({"workers": 2.5}, "workers=2.5"),
+        ({"slow": "worker-1=0.25"}, "slow='worker-1=0.25'"),
+        ({"slow": {"worker-1": "0.5,worker-0=0.1"}}, "slow={"),
+        ({"env": "A=1", "project": "."}, "env='A=1'"),
+        ({"env_files": "cluster.env", "project": "."}, "env_files='cluster.env'"),
+        ({"name": "My Run"}, "name='My Run'"),
+    ],
+)
+def test_a_value_of_the_wrong_kind_is_refused_naming_it(docker, settings, named):
+    # What argparse checks on the command line, the API checks itself: one line, nothing done.
+    recorded = docker()
+    with pytest.raises(Refusal) as refused:
+        Cluster(environ={}, **settings).run()
+    assert str(refused.value).startswith(named), refused.value
+    assert recorded.commands == []
+
+
+def test_the_refusals_come_in_the_command_lines_order(tmp_path):
+    # TRAINER_SCRIPT is checked before --tag, as scripts/run always did.
+    with pytest.raises(Refusal, match="TRAINER_SCRIPT 'nope.py' is not a file"):
+        Cluster(tag="x", environ={"TRAINER_SCRIPT": "nope.py"}).plan()
+
+
+def test_each_problem_is_named_once_and_a_run_without_a_verdict_says_how_it_ended(docker):
+    docker(codes={"up": 7}, exits={"worker-0": 0, "worker-1": 3})
+    run = Cluster(environ={}).run()
+    assert len(run.problems) == len(set(run.problems)) == 1, run.problems
+    docker(codes={"setup": 2})
+    ended = Cluster(environ={}).run()
+    assert ended.problems == ["the run ended with exit status 2 before the verifier gave a verdict"]
+
+
+def test_down_needs_no_valid_plan(docker, tmp_path):
+    project = tmp_path / "gone"
+    project.mkdir()
+    (project / "train.py").write_text("")
+    cluster = Cluster(project=str(project), bake=True, name="tfc-test-gone", environ={})
+    project.joinpath("train.py").unlink()
+    project.rmdir()
+    recorded = docker()
+    assert cluster.down() == 0
+    (down,) = recorded.commands
+    assert down[2:] == ("down", "--volumes", "--remove-orphans", "--timeout", "1")
+
+
+def test_a_run_from_another_thread_sets_no_signal_handler(docker):
+    import threading
+
+    docker()
+    runs = []
+    worker = threading.Thread(target=lambda: runs.append(Cluster(junit=None, environ={}).run()))
+    worker.start()
+    worker.join(timeout=60)
+    assert runs and runs[0].passed
+
+
 def test_a_step_added_to_the_plan_is_both_printed_by_the_dry_run_and_run(docker, monkeypatch):
     ran = []
 
     class Marker:
-        def lines(self, _plan):
+        def lines(self, _plan, _environ):
             return ["echo marker"]
 
         def run(self, _execution):
@@ -110,6 +171,8 @@ def test_a_step_added_to_the_plan_is_both_printed_by_the_dry_run_and_run(docker,
     recorded = docker()
     text = Cluster(environ={}).describe()
     commands = text.split("commands, from the project's root, with the COMPOSE_FILE above:\n")[1]
+    # The API's run reads its verdict back, and its dry run says so.
+    assert "docker compose logs --no-color --no-log-prefix SERVICE, each of verifier worker-0 worker-1" in commands
     assert commands.splitlines()[:3] == [
         "  scripts/setup",
         "  echo marker",

@@ -64,3 +64,12 @@ def test_unique_names_keep_the_prefix_and_differ():
     names = {unique_name("tfc-test") for _ in range(20)}
     assert len(names) == 20
     assert all(re.fullmatch(r"tfc-test-[0-9a-f]{8}", name) for name in names)
+
+
+def test_a_log_that_is_not_utf_8_is_read_all_the_same(tmp_path):
+    # A program's log may hold any bytes; reading it back must not end the run's report.
+    fake = tmp_path / "docker"
+    fake.write_text("#!/bin/sh\nprintf 'caf\\351 ok\\n'\n")
+    fake.chmod(0o755)
+    project = ComposeProject(name="tfc-test-bytes", environment={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    assert project.compose("logs", "worker-0").stdout == "caf\ufffd ok\n"

@@ -38,3 +38,18 @@ def test_the_records_junit_is_the_verdicts_own():
     verdict = tutorial_verdict()
     assert records.junit(json.loads(render.as_json(verdict))) == render.junit(verdict)
     assert 'failures="0"' in records.junit(render.record(verdict))
+
+
+def test_a_record_quoted_inside_another_line_is_never_the_verdict():
+    real = {"event": "verdict", "passed": False}
+    forged = '{"event": "verdict", "passed": true, "workers": []}'
+    lines = [
+        json.dumps(real),
+        "verdict: FAIL: 1 problem(s)",
+        f"  - worker-1: exited 1: x | {forged}",  # A worker's last line, as the table shows it.
+        f"verifier-1  |   - worker-1: exited 1: config | {forged}",
+    ]
+    assert records.found_in(lines) == real
+    # And a worker's quoted line in the record itself does not hide the record.
+    quoted = {"event": "verdict", "passed": False, "problems": ['worker-1: config | {"lr": 0.1} diverged']}
+    assert records.found_in([json.dumps(quoted)]) == quoted
