@@ -364,11 +364,21 @@ def remove_host(host: Host) -> None:
             group.rmdir()
     if host.namespace in namespaces():
         _ip("netns", "del", host.namespace)
-    if _ip("link", "show", host.link, check=False).returncode == 0:
-        _ip("link", "del", host.link)
+    _remove_link(host.link)
     for folder in (host.run, host.state):
         if folder.exists():
             shutil.rmtree(folder)
+
+
+def _remove_link(name: str) -> None:
+    """The link gone. Deleting a namespace takes its end of a veth pair with it and the kernel
+    removes the other end a moment later, so the link may vanish between the look and the delete:
+    only one still there after a failed delete is an error."""
+    if _ip("link", "show", name, check=False).returncode != 0:
+        return
+    deleted = _ip("link", "del", name, check=False)
+    if deleted.returncode != 0 and _ip("link", "show", name, check=False).returncode == 0:
+        raise HostError(f"ip link del {name}: {_last_line(deleted.stderr)}")
 
 
 def take_down_network() -> None:
