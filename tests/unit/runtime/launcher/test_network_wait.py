@@ -34,7 +34,11 @@ def published_run(results) -> str:
 
 
 def report_as_shaper(results, **fields) -> None:
-    (results / "network-worker-0.json").write_text(json.dumps({**REPORT, "run": published_run(results), **fields}))
+    # Whole, by a rename, as the shaper writes it: the launcher may look at any moment, and a
+    # file caught half-written is not a report (the launcher then fails on it, exit 1).
+    written = results / "network-worker-0.json.tmp"
+    written.write_text(json.dumps({**REPORT, "run": published_run(results), **fields}))
+    written.rename(results / "network-worker-0.json")
 
 
 def finish(launcher) -> tuple[int, str]:
