@@ -220,9 +220,7 @@ def execute(plan: Plan, environ: Mapping[str, str]) -> Run:
             signal.signal(signal.SIGTERM, previous)
         for step in (step for step in steps if getattr(step, "always", False)):
             step.run(execution)
-    return Run(
-        execution.status if execution.status is not None else 1, execution.ran, execution.verdict, execution.logs
-    )
+    return Run(execution.exit_status, execution.ran, execution.verdict, execution.logs)
 
 
 def _terminated(_signum, _frame) -> NoReturn:

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from tfcluster.cluster import composefiles
+from tfcluster.cluster.compose import exit_status
 from tfcluster.project import baking
 from tfcluster.project.options import Project
 from trainer.contract.exitcodes import ExitCode
@@ -22,11 +23,6 @@ BAKED_TITLE = "org.opencontainers.image.title=tfcluster-baked"
 # What the dry run shows for the baked image's name before the set-up has built the image it is
 # named after (with --tag, the name itself).
 UNKNOWN_TAG = f"{REPOSITORY}:HASH"
-
-
-def exit_status(returncode: int) -> int:
-    # A process ended by a signal is 128 + the signal, as a shell reports it.
-    return 128 - returncode if returncode < 0 else returncode
 
 
 def last_line(text: str) -> str:

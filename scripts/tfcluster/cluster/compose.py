@@ -28,6 +28,11 @@ DEFAULT_TIMEOUT = 120
 VERDICT_SERVICE = "verifier"
 
 
+def exit_status(returncode: int) -> int:
+    """A command's status as a shell reports it: a process ended by a signal is 128 + the signal."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
 def unique_name(prefix: str) -> str:
     """A project name no other run on this engine uses, so that runs never touch each other's containers."""
     return f"{prefix}-{uuid.uuid4().hex[:8]}"
@@ -121,7 +126,7 @@ class ComposeProject:
 
     def logs(self, service: str, *, check: bool = False) -> str:
         """The service's log, without Compose's `service  | ` prefixes."""
-        return self.compose("logs", "--no-log-prefix", service, check=check).stdout
+        return self.compose("logs", "--no-color", "--no-log-prefix", service, check=check).stdout
 
     def container(self, service: str) -> str:
         """The id of the service's container, running or not; empty if it has none."""

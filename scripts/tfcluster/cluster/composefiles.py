@@ -7,10 +7,10 @@ image, the project's name by Compose's own precedence, interpolation and the .en
 import re
 from pathlib import Path
 
+from tfcluster.cluster.compose import BASE_FILE
 from tfcluster.paths import ROOT
 from tfcluster.project import envfiles
 
-BASE_FILE = "compose.yaml"
 # A worker's TF_* and TRAIN_* settings, as compose.yaml declares them.
 SETTING = re.compile(r"^\s+((?:TF|TRAIN)_[A-Z0-9_]+): (.*)$", re.MULTILINE)
 

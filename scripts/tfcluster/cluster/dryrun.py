@@ -7,7 +7,7 @@ import os
 import shlex
 
 from tfcluster import paths
-from tfcluster.cluster import build, composefiles, devmode, slowdown
+from tfcluster.cluster import build, composefiles, devmode, slowdown, steps
 from tfcluster.cluster.plan import (
     BAKED_FILE,
     BASE_FILE,
@@ -28,12 +28,10 @@ from tfcluster.project.options import Project
 
 def describe(plan: Plan, environ) -> str:
     """What the run would do, as text; reads the Compose files and .env, and calls nothing."""
-    # The baked image's name is shown as a pattern when it is known only after the set-up.
-    environment = plan.environment(build.UNKNOWN_TAG if plan.bakes and plan.project.tag is None else None)
-    variables = {**composefiles.dotenv(paths.ROOT / ".env"), **environ, **environment}
+    environment = steps.dry_environment(plan)
+    variables = steps.dry_variables(plan, environ)
     # The files the run would write are not there yet (or are an earlier run's).
-    generated = GENERATED
-    texts = {name: (paths.ROOT / name).read_text(encoding="utf-8") for name in plan.files if name not in generated}
+    texts = {name: _read(name) for name in plan.files if name not in GENERATED}
     override = plan.override()
     if override is not None:
         texts[WORKERS_FILE] = override

@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tfcluster import paths
-from tfcluster.cluster import devmode, scaling, slowdown
+from tfcluster.cluster import devmode, scaling, slowdown, steps
+from tfcluster.cluster.compose import BASE_FILE
 from tfcluster.errors import Refusal
 from tfcluster.project import envfiles
 from tfcluster.project.options import Project
 from trainer.contract.shaping import PROFILE_NAMES
 
 PROFILES = PROFILE_NAMES
-BASE_FILE = scaling.BASE_FILE
 OWN_TRAINER_FILE = "compose.byo.yaml"
 PROJECT_FILE = "compose.project.yaml"
 BAKED_FILE = "compose.baked.yaml"
@@ -72,8 +72,6 @@ class Plan:
     @property
     def steps(self) -> list:
         """What the run does, in order: the one list that `execute` runs and the dry run prints."""
-        from tfcluster.cluster import steps  # The steps read the plan: imported when asked for.
-
         return steps.of(self)
 
     def workers_options(self) -> list[str]:

@@ -3,8 +3,9 @@
 Compose has no replica index (docker/compose#9153), so each worker is a service of its own: the
 extra ones are compose.yaml's worker-1, field for field, except for their name and index."""
 
+from tfcluster.cluster.compose import BASE_FILE
+
 MAX_WORKERS = 16
-BASE_FILE = "compose.yaml"
 TEMPLATE_SERVICE = "worker-1"
 DEFAULT_WORKERS = 2
 

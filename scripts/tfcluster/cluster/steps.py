@@ -18,13 +18,12 @@ from dataclasses import dataclass, field
 
 from tfcluster import paths
 from tfcluster.ci import hostpaths
-from tfcluster.cluster import build, composefiles
-from tfcluster.cluster.compose import ComposeProject
+from tfcluster.cluster import build, composefiles, verdict
+from tfcluster.cluster.compose import ComposeProject, exit_status
+from tfcluster.project.layout import DEFAULT_IMAGE
 from trainer.contract.exitcodes import ExitCode
 
 SETUP = "scripts/setup"
-# compose.yaml's image when TFCLUSTER_IMAGE is not set (the dry run reads it from the file).
-DEFAULT_IMAGE = "tfcluster:latest"
 # The Compose commands of a run, in order. `down` first: an earlier run's containers (their logs)
 # and volumes would otherwise be reused, volumes with the options they were created with.
 DOWN = ("down", "--volumes", "--remove-orphans", "--timeout", "1")
@@ -53,17 +52,17 @@ class Execution:
     def root(self):
         return paths.ROOT
 
+    @property
+    def exit_status(self) -> int:
+        """How the run ended: its status, or 1 if it ended without one (an error on the way)."""
+        return self.status if self.status is not None else 1
+
     def compose(self) -> ComposeProject:
         """The Compose driver for this run: its files and project name from the environment."""
         return ComposeProject.from_environment(self.environment, cwd=self.root)
 
     def quiet(self, *arguments: str) -> subprocess.CompletedProcess:
         return self.compose().quietly(*arguments)
-
-
-def exit_status(returncode: int) -> int:
-    # A process ended by a signal is 128 + the signal, as a shell reports it.
-    return 128 - returncode if returncode < 0 else returncode
 
 
 def say(line: str) -> None:
@@ -214,8 +213,6 @@ class ReadVerdict:
         ]
 
     def run(self, execution: Execution) -> int | None:
-        from tfcluster.cluster import verdict  # The verdict reads the steps' Execution.
-
         verdict.read_back(execution, self.junit)
         return None
 
@@ -235,10 +232,15 @@ def interrupts_left_to_compose():
         signal.signal(signal.SIGINT, previous)
 
 
+def dry_environment(plan) -> dict[str, str]:
+    """What the run would give the set-up and Compose, as the dry run shows it: a baked image's
+    name, known only once the set-up has built what it is named after, is shown as a pattern."""
+    return plan.environment(build.UNKNOWN_TAG if plan.bakes and plan.project.tag is None else None)
+
+
 def dry_variables(plan, environ) -> dict[str, str]:
     """The variables the dry run interpolates the Compose files with: .env, then the environment."""
-    environment = plan.environment(build.UNKNOWN_TAG if plan.bakes and plan.project.tag is None else None)
-    return {**composefiles.dotenv(paths.ROOT / ".env"), **environ, **environment}
+    return {**composefiles.dotenv(paths.ROOT / ".env"), **environ, **dry_environment(plan)}
 
 
 def of(plan) -> list:
@@ -247,8 +249,9 @@ def of(plan) -> list:
     steps: list = [WriteFiles(written), SetUp(tuple(plan.setup_options()))]
     if plan.bakes:
         steps.append(Bake())
-    if plan.bind_sources():
-        steps.append(CheckMounts(plan.bind_sources()))
+    sources = plan.bind_sources()
+    if sources:
+        steps.append(CheckMounts(sources))
     steps.append(Compose(DOWN))
     if plan.bakes:
         steps.append(RemoveSuperseded())

@@ -12,15 +12,14 @@ or before the verifier gave a verdict, the report says so in a failing case of i
 from pathlib import Path
 
 from tfcluster.ci import junit
+from tfcluster.cluster.compose import VERDICT_SERVICE
 from trainer.contract import verdict as records
-
-VERIFIER = "verifier"
 
 
 def read_back(execution, junit_file: str | None) -> None:
     """Sets `execution.verdict` and `execution.logs` from what the run left; writes `junit_file`,
     whatever the run's end (a CI job's report must fail whenever its gate does)."""
-    status = execution.status if execution.status is not None else 1
+    status = execution.exit_status
     try:
         if execution.ran:
             execution.verdict, execution.logs = _read(execution)
@@ -35,11 +34,7 @@ def read_back(execution, junit_file: str | None) -> None:
 def _read(execution) -> tuple[dict | None, dict[str, str]]:
     """The verifier's record of its verdict, and each worker's log, from the stopped containers."""
     compose = execution.compose()
-    verifier_log = compose.compose("logs", "--no-color", "--no-log-prefix", VERIFIER, timeout=None).stdout
+    verifier_log = compose.logs(VERDICT_SERVICE)
     # The workers' logs only for whoever asked for them (the API's Run): --junit needs the verdict alone.
     workers = execution.plan.names if execution.plan.collects else []
-    logs = {
-        worker: compose.compose("logs", "--no-color", "--no-log-prefix", worker, timeout=None).stdout
-        for worker in workers
-    }
-    return records.found_in(verifier_log.splitlines()), logs
+    return records.found_in(verifier_log.splitlines()), {worker: compose.logs(worker) for worker in workers}

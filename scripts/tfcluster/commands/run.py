@@ -7,12 +7,13 @@ a machine with nothing but python3 and Docker.
 """
 
 import argparse
+import os
 import signal
 import sys
 import textwrap
 
-from tfcluster.cluster import scaling, slowdown
-from tfcluster.cluster.api import Cluster
+from tfcluster.cluster import dryrun, scaling, slowdown
+from tfcluster.cluster.api import Cluster, execute
 from tfcluster.cluster.plan import PROFILES
 from tfcluster.commands.parsing import HELP_WIDTH, Parser, one_of, whole_number
 from tfcluster.errors import Refusal
@@ -252,8 +253,6 @@ def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:
 
 
 def main(argv: list[str], environ=None) -> int:
-    import os
-
     environ = os.environ if environ is None else environ
     command_line = parser()
     arguments = command_line.parse_args(argv)
@@ -264,8 +263,6 @@ def main(argv: list[str], environ=None) -> int:
     except Refusal as refusal:
         command_line.fail(str(refusal))
     if arguments.dry_run:
-        from tfcluster.cluster import dryrun
-
         try:
             sys.stdout.write(dryrun.describe(plan, environ))
         except LookupError as error:
@@ -273,8 +270,6 @@ def main(argv: list[str], environ=None) -> int:
             print(f"run: --dry-run: {error}", file=sys.stderr)
             return 1
         return 0
-    from tfcluster.cluster.api import execute
-
     return execute(plan, environ).status
 
 

@@ -382,8 +382,7 @@ def _remove_link(name: str) -> None:
 
 
 def take_down_network() -> None:
-    if _ip("link", "show", BRIDGE, check=False).returncode == 0:
-        _ip("link", "del", BRIDGE)
+    _remove_link(BRIDGE)
     while forward_rule_present():
         _run(["iptables", "-D", *FORWARD_RULE])
     for root in (RUN_ROOT, STATE_ROOT):

@@ -21,9 +21,9 @@ from tfcluster.nodes import swarm as node_swarm
 from tfcluster.nodes.hosts import Host, HostError
 from tfcluster.paths import ROOT
 from tfcluster.project import program
+from tfcluster.project.layout import DEFAULT_IMAGE
 from trainer.contract.exitcodes import ExitCode
 
-DEFAULT_IMAGE = "tfcluster:latest"
 MAX_NODES = 8
 LOCK = Path("/run/tfcluster-nodes.lock")
 LOGS = ROOT / ".tfcluster" / "nodes"

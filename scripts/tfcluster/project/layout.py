@@ -17,3 +17,5 @@ REQUIREMENTS_FILE = "requirements.txt"
 IMAGE_REPOSITORY = "tfcluster-project"
 # The variable that names your own variables to the launchers, which compare exactly those.
 USER_ENVIRONMENT_LIST = "TFCLUSTER_USER_ENV"
+# compose.yaml's image when TFCLUSTER_IMAGE is not set: what your project runs on, and a baked one is built on.
+DEFAULT_IMAGE = "tfcluster:latest"

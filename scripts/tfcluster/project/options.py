@@ -14,9 +14,6 @@ from dataclasses import dataclass
 from tfcluster.errors import Refusal
 from tfcluster.project import baking, envfiles, layout, program, requirements
 
-# compose.yaml's image when TFCLUSTER_IMAGE is not set (a baked image's default base).
-DEFAULT_IMAGE = "tfcluster:latest"
-
 
 @dataclass(frozen=True)
 class ProjectOptions:
@@ -97,7 +94,7 @@ def check(options: ProjectOptions, environ: Mapping[str, str]) -> Project:
     image = None
     if specifiers and not environ.get("TFCLUSTER_IMAGE"):
         image = requirements.image_tag(specifiers)
-    bake = _bake(options, directory, data, command, image or environ.get("TFCLUSTER_IMAGE") or DEFAULT_IMAGE)
+    bake = _bake(options, directory, data, command, image or environ.get("TFCLUSTER_IMAGE") or layout.DEFAULT_IMAGE)
     return Project(
         arguments=options.arguments(),
         directory=directory,
