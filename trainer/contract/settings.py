@@ -232,6 +232,9 @@ class LaunchSettings(Settings):
     # 1: the program runs with TF_CPP_MIN_LOG_LEVEL=0 and TensorFlow's C++ start-up notices are
     # shown; 0: they are kept out of the worker's output (trainer/launcher/noise.py).
     startup_logs: int = setting(env="TF_STARTUP_LOGS", kind=int, at_least=0, at_most=1, default=0)
+    # 1: a warm run (scripts/run --warm): the worker's zygote forks the program (trainer/zygote/),
+    # and the launcher clears what earlier runs left in the results and checkpoint folders' parents.
+    warm: str = setting(env="TFCLUSTER_WARM", choices=("0", "1"), default="0")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

@@ -18,7 +18,7 @@ from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.settings import LaunchSettings, RecoverySettings, TrainingSettings
-from trainer.launcher import digests, noise, rendezvous, runtime
+from trainer.launcher import digests, noise, rendezvous, runtime, warm
 from trainer.launcher.supervisor import Deadlines, Supervisor
 
 
@@ -44,6 +44,8 @@ def main(argv: list[str]) -> int:
     # The running status names the cluster and this run, for the worker's network shaper
     # (trainer/shaper/__main__.py), which echoes the run in its report.
     run_id = uuid.uuid4().hex
+    if launch.warm == "1":
+        warm.clear_earlier_runs(launch.results_dir, os.environ.get("TF_CHECKPOINT_DIR", ""))
     recorder = (
         Recorder(WorkerFiles(Path(launch.results_dir), cluster.host), workers=list(cluster.workers), run=run_id)
         if launch.results_dir
@@ -64,6 +66,7 @@ def main(argv: list[str]) -> int:
             shaped_in=launch.results_dir if launch.network_profile else None,
             run_id=run_id,
             results_dir=launch.results_dir or None,
+            warm=launch.warm == "1",
         )
     except OSError as error:  # The rendezvous port is taken, most likely.
         return _config_error(f"cannot serve the rendezvous on port {launch.rendezvous_port}: {error}", recorder)
@@ -106,7 +109,7 @@ def _fingerprint(
         packages=digests.packages_digest(),
         # Only the directory: the faults beside it are injected into one worker on purpose.
         checkpoint_dir=RecoverySettings.from_env(environ, only={"checkpoint_dir"}).checkpoint_dir,
-        variables=runtime.computation_variables(environ, compared_otherwise=launch.user_variables),
+        variables=runtime.computation_variables(environ, compared_otherwise=launch.user_variables, warm=launch.warm == "1"),
         versions=runtime.versions(),
         image=digests.image_digest(package_dir),
         command=program,

@@ -17,13 +17,13 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from trainer.contract import gate, stacks
 from trainer.contract.console import Log, show
 from trainer.contract.settings import LaunchSettings
 from trainer.contract.usage import Usage
-from trainer.launcher import cgroup, noise
+from trainer.launcher import cgroup, forked, noise
 from trainer.launcher.activity import Activity, signal_catchers
 from trainer.launcher.observing import ObservedRecord
 
@@ -56,8 +56,13 @@ class Program:
         recorder: Log | None,
         # The dataclass holds each setting's default as a class attribute: `TF_STOP_GRACE`'s.
         stop_grace: float = LaunchSettings.stop_grace,
+        # A warm run's (trainer/launcher/forked.py): forked by the zygote within this many seconds.
+        warm_within: float | None = None,
+        say: Callable[[str], object] = print,
     ):
         self._command = command
+        self._warm_within = warm_within
+        self._say = say
         self._environment = environment
         self._recorder = recorder
         self._stop_grace = stop_grace
@@ -73,18 +78,21 @@ class Program:
 
     def start(self, *, variables: dict[str, str] | None = None, pass_fds: tuple[int, ...] = ()) -> None:
         self._observed = ObservedRecord()
-        self._process = subprocess.Popen(
-            self._command,
-            # Every Python program of the image then dumps its stack on request (trainer/contract/stacks.py),
-            # and its observer records its strategy and model states (trainer/observer/).
-            env={**self._environment, stacks.VARIABLE: "1", **self._observed.variables(), **(variables or {})},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-            pass_fds=pass_fds,
-        )
+        # Every Python program of the image then dumps its stack on request (trainer/contract/stacks.py),
+        # and its observer records its strategy and model states (trainer/observer/).
+        environment = {**self._environment, stacks.VARIABLE: "1", **self._observed.variables(), **(variables or {})}
+        self._process = self._forked(environment, pass_fds) if self._warm_within is not None else None
+        if self._process is None:
+            self._process = subprocess.Popen(
+                self._command,
+                env=environment,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
         self._started = time.monotonic()
         self.activity = Activity(self._process.pid, started=self._started)
         self._forwarder = threading.Thread(target=self._forward, daemon=True, name="forwarder")
@@ -161,13 +169,39 @@ class Program:
 
     def usage(self) -> Usage:
         """How long the program ran and what it used: what the containers' limits are sized by (compose.yaml)."""
-        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        forked_usage = getattr(self._process, "usage", None)  # The zygote reaped a forked program.
+        if forked_usage is not None:
+            cpu_seconds, max_rss_kib = forked_usage["cpu_seconds"], forked_usage["max_rss_kib"]
+        else:
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu_seconds, max_rss_kib = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
         return Usage(
             wall_seconds=time.monotonic() - self._started,
-            cpu_seconds=usage.ru_utime + usage.ru_stime,
+            cpu_seconds=cpu_seconds,
             cpu_limit=cgroup.cpu_limit(),
-            peak_memory=usage.ru_maxrss * 1024,  # Linux gives it in KiB.
+            peak_memory=max_rss_kib * 1024,  # Linux gives it in KiB.
         )
+
+    def _forked(self, environment: dict[str, str], pass_fds: tuple[int, ...]) -> forked.ForkedProcess | None:
+        """The program forked by the warm zygote, its output into a pipe of ours; None: start it cold."""
+        output_read, output_write = os.pipe()
+        try:
+            process, cold = forked.fork(
+                self._command,
+                environment,
+                {1: output_write, 2: output_write, **{descriptor: descriptor for descriptor in pass_fds}},
+                timeout=self._warm_within,
+                say=self._say,
+            )
+        finally:
+            os.close(output_write)
+        if process is None:
+            os.close(output_read)
+            self._say(f"starts its program cold: {cold}")
+            return None
+        process.stdout = open(output_read, encoding="utf-8", errors="replace")  # noqa: SIM115 - the pipe's life.
+        self._say(f"forked its program from the warm zygote (pid {process.pid})")
+        return process
 
     def _forward(self) -> None:
         for line in self._process.stdout:

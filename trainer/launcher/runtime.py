@@ -10,6 +10,8 @@ import importlib.metadata
 import platform
 from collections.abc import Collection, Mapping
 
+from trainer.contract import zygote
+
 # The distributions whose versions change what a step computes: TensorFlow (under either of its
 # names) and both Kerases (Keras 3, and Keras 2 as tf-keras, which TF_USE_LEGACY_KERAS selects).
 VERSIONED = ("tensorflow", "tensorflow-cpu", "keras", "tf-keras")
@@ -43,9 +45,14 @@ def versions() -> dict[str, str | None]:
     return found
 
 
-def computation_variables(environ: Mapping[str, str], *, compared_otherwise: Collection[str] = ()) -> dict[str, str]:
+def computation_variables(
+    environ: Mapping[str, str], *, compared_otherwise: Collection[str] = (), warm: bool = False
+) -> dict[str, str]:
     """The COMPUTATION_VARIABLES set in `environ` with their values, but those `compared_otherwise`.
 
     A user who lists one in TFCLUSTER_USER_ENV has it compared as a user setting already (by hash).
+    A warm run adds its zygote's key (trainer/contract/zygote.py): what the program's interpreter
+    and TensorFlow were started with, the same on every worker.
     """
-    return {name: environ[name] for name in COMPUTATION_VARIABLES if name in environ and name not in compared_otherwise}
+    names = [*COMPUTATION_VARIABLES, *(zygote.key_of(environ) if warm else ())]
+    return {name: environ[name] for name in dict.fromkeys(names) if name in environ and name not in compared_otherwise}

@@ -68,7 +68,9 @@ class Supervisor:
         shaped_in: str | None = None,
         run_id: str | None = None,
         results_dir: str | None = None,
+        warm: bool = False,
     ):
+        self._warm = warm  # The program is forked by the worker's zygote (trainer/launcher/forked.py).
         self._cluster = cluster
         self._fingerprint = fingerprint
         self._deadlines = deadlines
@@ -114,6 +116,9 @@ class Supervisor:
             environment=environment,
             recorder=self._recorder,
             stop_grace=self._deadlines.stop_grace,
+            # A zygote still importing (the first warm run) counts against the join deadline.
+            warm_within=self._deadlines.join if self._warm else None,
+            say=self.say,
         )
         self._watchdog = Watchdog(
             watches=self._watches,

@@ -21,8 +21,9 @@ from typing import NoReturn
 
 from tfcluster.cluster import dryrun, scaling, slowdown
 from tfcluster.cluster.compose import ComposeProject
-from tfcluster.cluster.plan import BASE_FILE, Plan, check_network, check_tag, junit_path, trainer_script_of
+from tfcluster.cluster.plan import BASE_FILE, Plan, check_network, check_tag, check_warm, junit_path, trainer_script_of
 from tfcluster.cluster.steps import DOWN, Execution
+from tfcluster.cluster.warm import WarmCluster
 from tfcluster.errors import Refusal
 from tfcluster.project import options
 
@@ -104,6 +105,8 @@ class Cluster:
     junit: str | None = None
     # The Compose project to run as (default: COMPOSE_PROJECT_NAME, else compose.yaml's, tfcluster).
     name: str | None = None
+    # On the warm cluster (scripts/run --warm): its workers stay up, and every run is forked.
+    warm: bool = False
     # Where TRAINER_SCRIPT, EXTRA_REQUIREMENTS, TFCLUSTER_IMAGE and the settings are read from.
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
@@ -111,6 +114,7 @@ class Cluster:
         """The run this asks for, checked; raises Refusal, before anything is done."""
         self._check_types()
         check_network(self.workers, self.recover, self.network)
+        check_warm(self.warm, self.recover, self.network)
         trainer_script = trainer_script_of(self.environ, self.project is not None)
         check_tag(self.tag, self.bake)
         try:
@@ -130,6 +134,7 @@ class Cluster:
             junit,
             collects=collects,
             name=self.name,
+            warm=self.warm,
         )
 
     def _check_types(self) -> None:
@@ -177,6 +182,11 @@ class Cluster:
     def run(self) -> Run:
         """Sets up what is missing, trains the cluster and reads its verdict back."""
         return execute(self.plan(), self.environ)
+
+    def warm_down(self) -> int:
+        """Takes this cluster's warm cluster down (scripts/run --warm-down); returns Compose's exit status."""
+        environment = {"COMPOSE_FILE": BASE_FILE, **({"COMPOSE_PROJECT_NAME": self.name} if self.name else {})}
+        return WarmCluster({**self.environ, **environment}, scaling.worker_names(self.workers)).down()
 
     def down(self) -> int:
         """Removes the cluster's containers, networks and volumes (a run leaves its stopped

@@ -52,6 +52,8 @@ class Plan:
     collects: bool = False
     # The Compose project to run as (default: COMPOSE_PROJECT_NAME, or compose.yaml's name).
     name: str | None = None
+    # --warm: on the warm cluster, brought up first if need be (tfcluster/cluster/warm.py).
+    warm: bool = False
 
     @property
     def names(self) -> list[str]:
@@ -201,6 +203,14 @@ def check_network(workers: int, recover: bool, network: str | None) -> None:
         # A shaper lives in its worker's network namespace, which a restarted worker does not keep.
         if recover:
             raise Refusal("--network and --recover do not go together (a restarted worker loses its shaper)")
+
+
+def check_warm(warm: bool, recover: bool, network: str | None) -> None:
+    """What warm workers cannot go with; raises Refusal."""
+    if warm and recover:
+        raise Refusal("--warm and --recover do not go together (the keeper restarts containers, which a warm run keeps)")
+    if warm and network:
+        raise Refusal("--warm and --network do not go together (a shaper applies its profile when its worker starts)")
 
 
 def check_tag(tag: str | None, bake: bool) -> None:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from tfcluster import paths
 from tfcluster.ci import hostpaths
-from tfcluster.cluster import build, composefiles, verdict
+from tfcluster.cluster import build, composefiles, verdict, warm
 from tfcluster.cluster.compose import ComposeProject, exit_status
 from tfcluster.project.layout import DEFAULT_IMAGE
 from trainer.contract.exitcodes import ExitCode
@@ -47,6 +47,8 @@ class Execution:
     # The verdict as data, and the workers' logs, once read back (tfcluster/cluster/verdict.py).
     verdict: dict | None = None
     logs: dict[str, str] = field(default_factory=dict)
+    # Whether the verdict and the logs were taken as the run went (a warm run's).
+    collected: bool = False
 
     @property
     def root(self):
@@ -197,6 +199,30 @@ class Up:
 
 
 @dataclass(frozen=True)
+class WarmRun:
+    """--warm: the run's `docker exec`s on the warm cluster, brought up first if it is not current."""
+
+    def lines(self, plan, _environ) -> list[str]:
+        name = warm.project_name({"COMPOSE_PROJECT_NAME": plan.name} if plan.name else {})
+        return [
+            f"docker compose config --format json (the run's services), then, unless {name} is up and current: "
+            f"write {warm.WARM_FILE}; docker compose -p {name} up --detach --remove-orphans --force-recreate",
+            f"docker exec {name}-SERVICE-1 (each of {', '.join([*plan.names, 'verifier'])}, with its environment "
+            "and command; the launchers' programs forked by the warm zygotes)",
+        ]
+
+    def run(self, execution: Execution) -> int | None:
+        cluster = warm.WarmCluster(execution.environment, execution.plan.names, root=execution.root)
+        execution.ran = True
+        outcome = cluster.run(collects=execution.plan.collects)
+        execution.status = outcome.status
+        execution.verdict = warm.verdict_of(outcome)
+        execution.logs = outcome.logs if execution.plan.collects else {}
+        execution.collected = True
+        return None
+
+
+@dataclass(frozen=True)
 class ReadVerdict:
     """The verdict as data (the verifier's record: each worker's status, metrics and problems) and
     the workers' logs, read back once the cluster has stopped; with --junit, that verdict as JUnit XML."""
@@ -252,6 +278,8 @@ def of(plan) -> list:
     sources = plan.bind_sources()
     if sources:
         steps.append(CheckMounts(sources))
+    if plan.warm:
+        return [*steps, WarmRun(), ReadVerdict(plan.junit)]
     steps.append(Compose(DOWN))
     if plan.bakes:
         steps.append(RemoveSuperseded())

@@ -21,7 +21,7 @@ def read_back(execution, junit_file: str | None) -> None:
     whatever the run's end (a CI job's report must fail whenever its gate does)."""
     status = execution.exit_status
     try:
-        if execution.ran:
+        if execution.ran and not execution.collected:
             execution.verdict, execution.logs = _read(execution)
         if junit_file:
             junit.write(Path(junit_file), status=status, record=execution.verdict, ran=execution.ran)

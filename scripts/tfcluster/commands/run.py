@@ -70,6 +70,8 @@ examples:
   scripts/run --workers 4 --recover    # four workers; a failure restarts them all
   scripts/run --slow worker-1=0.25     # worker-1 on a quarter of a core: the verdict names the straggler
   scripts/run --dev                    # after editing trainer/: its code mounted, no rebuild
+  scripts/run --warm                   # on warm workers: TensorFlow imported once, each run forked
+  scripts/run --warm-down              # take the warm workers down
   scripts/run --project examples/keras-fit --env TF_USE_LEGACY_KERAS=1   # your project, python train.py
   scripts/run --project ~/model --command "python -m model.train --fast" --data ~/datasets/model \\
     --env-file ~/model/cluster.env --workers 3 --dry-run      # what it would do, not done
@@ -153,6 +155,18 @@ def add_cluster_options(parser: Parser) -> None:
         help="development mode: this checkout's trainer/ mounted read-only over the image's, so that an "
         "edit of the launcher, verifier or built-in trainer runs with no image build (.tfcluster/compose.dev.yaml; "
         "the image is built only when its dependencies change; default: off, the image's code)",
+    )
+    parser.add_argument(
+        "--warm",
+        action="store_true",
+        help="run on the warm cluster: its workers stay up between runs, each holding TensorFlow imported, and "
+        "every run forks its program from there (brought up on first use, and again when the image or the "
+        "configuration changes; not with --recover or --network; default: off, a fresh cluster per run)",
+    )
+    parser.add_argument(
+        "--warm-down",
+        action="store_true",
+        help="take the warm cluster down (its containers, network and volumes) and exit",
     )
 
 
@@ -248,6 +262,7 @@ def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:
         bake=arguments.bake,
         tag=arguments.tag,
         junit=arguments.junit,
+        warm=arguments.warm,
         environ=environ,
     )
 
@@ -257,6 +272,8 @@ def main(argv: list[str], environ=None) -> int:
     command_line = parser()
     arguments = command_line.parse_args(argv)
     cluster = cluster_of(arguments, environ)
+    if arguments.warm_down:
+        return 0 if cluster.warm_down() == 0 else 1
     try:
         # The plan is made, and so checked, in both cases before anything is done.
         plan = cluster.plan(collects=False)

@@ -1,0 +1,388 @@
+"""Warm workers (`scripts/run --warm`): the cluster stays up between runs, and every run is forked.
+
+The first warm run brings up a Compose project of its own, NAME-warm (NAME: the run's project,
+tfcluster by default), from the run's own Compose files plus .tfcluster/compose.warm.yaml: each
+worker's main process is a zygote that has imported TensorFlow (trainer/zygote/), the verifier's
+an idle one. Every run then `docker exec`s each worker's launcher and the verifier in those
+containers, with the environment and command that the run's Compose files give each service
+(`docker compose config`, so that nothing of Compose's interpolation is redone here) and folders
+of its own in the volumes; the launcher asks its zygote to fork the program. The rest is a run as
+any other: the rendezvous, the watchdog, the verdict.
+
+The warm cluster is keyed by everything of the run's Compose configuration but the services'
+environments and commands (which each run passes itself), and by the image's id: a run whose key
+differs (another project folder, --workers, --dev, a rebuilt image) brings it up again, saying
+why. Only one run uses a warm cluster at a time (a lock beside its files). `scripts/run --warm-down`
+takes it down.
+"""
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tfcluster import paths
+from tfcluster.cluster.compose import VERDICT_SERVICE, ComposeProject, exit_status
+from trainer.contract import verdict as records
+from trainer.contract import zygote
+from trainer.contract.exitcodes import ExitCode
+
+WARM_FILE = ".tfcluster/compose.warm.yaml"
+SUFFIX = "-warm"
+DEFAULT_NAME = "tfcluster"
+LABEL = "tfcluster.warm"
+RUNS = "runs"  # Each run's folder in the volumes (trainer/launcher/warm.py clears the others).
+RESULTS = "/results"
+# How long a worker may outlive the verdict (as `docker compose stop --timeout 5` for a cold run)
+# before its container is stopped, and the warm worker with it.
+OUTLIVE = 5.0
+STOP_TIMEOUT = 10
+# The verifier's container only waits to be exec'd into; it ends at once on `docker stop`.
+IDLE = [
+    "python",
+    "-c",
+    "import signal, sys; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); signal.pause()",
+]
+ZYGOTE = ["python", "-P", "-m", "trainer.zygote"]
+
+
+def say(line: str) -> None:
+    print(f"run: {line}", file=sys.stderr, flush=True)
+
+
+def project_name(environment: dict[str, str]) -> str:
+    return (environment.get("COMPOSE_PROJECT_NAME") or DEFAULT_NAME) + SUFFIX
+
+
+def render(workers: dict[str, dict[str, str]], key: str) -> str:
+    """compose.warm.yaml: each worker a zygote started with its key variables, the verifier idle."""
+    lines = [
+        "# Written by scripts/run --warm (tfcluster/cluster/warm.py) for its warm cluster: do not edit.",
+        "services:",
+    ]
+    for name, key_variables in workers.items():
+        lines += [
+            f"  {name}:",
+            f"    entrypoint: !override {json.dumps(ZYGOTE)}",
+            "    command: !reset []",
+            # Each run brings its own environment (docker exec); the zygote's is its key alone.
+            f"    environment: !override {json.dumps(key_variables or {}, sort_keys=True)}",
+            "    env_file: !reset []",
+            f"    labels: [{json.dumps(f'{LABEL}={key}')}]",
+        ]
+    lines += [
+        f"  {VERDICT_SERVICE}:",
+        f"    entrypoint: !override {json.dumps(IDLE)}",
+        "    command: !reset []",
+        f"    labels: [{json.dumps(f'{LABEL}={key}')}]",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class Service:
+    """One service as a run execs it: its container, environment, command and working folder."""
+
+    name: str
+    container: str
+    environment: dict[str, str]
+    command: list[str]
+    working_dir: str | None
+
+
+@dataclass
+class Outcome:
+    status: int
+    verifier_lines: list[str] = field(default_factory=list)
+    logs: dict[str, str] = field(default_factory=dict)
+
+
+class WarmCluster:
+    """The warm cluster of one run's Compose files and project name."""
+
+    def __init__(self, environment: dict[str, str], worker_names: list[str], *, root: Path = paths.ROOT):
+        self._environment = environment
+        self._names = worker_names
+        self._root = root
+        self.name = project_name(environment)
+        self._files = [file for file in environment["COMPOSE_FILE"].split(":") if file]
+
+    def run(self, *, collects: bool) -> Outcome:
+        """One run on the warm cluster, brought up (again) first if it is not current."""
+        with self._locked():
+            config = self._config()
+            image = _image(config["services"][self._names[0]]["image"])
+            if image is None:
+                say(f"the image {config['services'][self._names[0]]['image']} is not there")
+                return Outcome(ExitCode.CONFIG_ERROR)
+            key = _key(config, image["Id"])
+            reason = self._stale(key)
+            if reason:
+                say(f"bringing the warm cluster {self.name} up ({reason})")
+                started = time.monotonic()
+                status = self._up(config, key)
+                if status:
+                    return Outcome(status)
+                say(f"warm cluster {self.name} up in {time.monotonic() - started:.1f} s")
+            services = self._services(config, image)
+            return _Exec(self, services, uuid.uuid4().hex[:12], collects=collects).run()
+
+    def down(self) -> int:
+        """Takes the warm cluster down: its containers, network and volumes."""
+        project = ComposeProject(name=self.name, environment={"COMPOSE_FILE": "compose.yaml"}, cwd=self._root)
+        project.files = []
+        result = project.compose("down", "--volumes", "--remove-orphans", "--timeout", "5")
+        if result.returncode != 0:
+            say(f"`docker compose -p {self.name} down` failed: {result.stderr.strip()}")
+        return result.returncode
+
+    def stop(self) -> None:
+        """Stops every container of the warm cluster: each zygote passes SIGTERM to its run's launcher."""
+        subprocess.run(
+            ["docker", "compose", "-p", self.name, "stop", "--timeout", str(STOP_TIMEOUT)],
+            cwd=self._root,
+            env=self._compose_environment(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+    @contextlib.contextmanager
+    def _locked(self):
+        path = self._root / ".tfcluster" / f"{self.name}.lock"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                say(f"waiting for the other run on the warm cluster {self.name} to end")
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
+
+    def _compose_environment(self, *, warm: bool = False) -> dict[str, str]:
+        files = [*self._files, *([WARM_FILE] if warm else [])]
+        return {**self._environment, "COMPOSE_FILE": ":".join(files), "COMPOSE_PROJECT_NAME": self.name}
+
+    def _config(self) -> dict:
+        """The run's Compose configuration, as Compose resolves it with the run's environment."""
+        result = subprocess.run(
+            ["docker", "compose", "config", "--format", "json"],
+            cwd=self._root,
+            env=self._compose_environment(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return json.loads(result.stdout)
+
+    def _stale(self, key: str) -> str | None:
+        """Why the warm cluster must be brought up (again), or None if it is current."""
+        containers = [_container(self.name, name) for name in [*self._names, VERDICT_SERVICE]]
+        inspected = subprocess.run(["docker", "inspect", *containers], capture_output=True, text=True)
+        found = json.loads(inspected.stdout or "[]")
+        by_name = {container["Name"].lstrip("/"): container for container in found}
+        if not by_name:
+            return "none is up"
+        for container in containers:
+            state = by_name.get(container)
+            if state is None:
+                return f"{container} is missing"
+            if (state["Config"].get("Labels") or {}).get(LABEL) != key:
+                return "its configuration or image changed since it came up"
+            if not state["State"].get("Running"):
+                return f"{container} is not running"
+        return None
+
+    def _up(self, config: dict, key: str) -> int | None:
+        keys = {name: zygote.key_of(_environment_of(config["services"][name])) for name in self._names}
+        path = self._root / WARM_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(render(keys, key), encoding="utf-8")
+        result = subprocess.run(
+            ["docker", "compose", "up", "--detach", "--remove-orphans", "--force-recreate"],
+            cwd=self._root,
+            env=self._compose_environment(warm=True),
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            say(f"the warm cluster did not come up:\n{result.stderr.strip()}")
+            return exit_status(result.returncode) or 1
+        return None
+
+    def _services(self, config: dict, image: dict) -> list[Service]:
+        entrypoint = image["Config"].get("Entrypoint") or []
+        services = []
+        for name in [*self._names, VERDICT_SERVICE]:
+            service = config["services"][name]
+            command = service.get("command") or image["Config"].get("Cmd") or []
+            services.append(
+                Service(
+                    name=name,
+                    container=_container(self.name, name),
+                    environment=_environment_of(service),
+                    command=[*(service.get("entrypoint") or entrypoint), *command],
+                    working_dir=service.get("working_dir"),
+                )
+            )
+        return services
+
+
+class _Exec:
+    """One run's `docker exec`s: every worker's launcher and the verifier, their output as Compose shows it."""
+
+    def __init__(self, cluster: WarmCluster, services: list[Service], run_id: str, *, collects: bool):
+        self._cluster = cluster
+        self._services = services
+        self._run_id = run_id
+        self._collects = collects
+        self._width = max(len(service.name) for service in services)
+        self._print_lock = threading.Lock()
+        self._lines: dict[str, list[str]] = {service.name: [] for service in services}
+        self._processes: dict[str, subprocess.Popen] = {}
+
+    def run(self) -> Outcome:
+        results = f"{RESULTS}/{RUNS}/{self._run_id}"
+        readers = []
+        interrupted = None
+        previous = {}
+
+        def interrupt(signum, _frame):
+            nonlocal interrupted
+            interrupted = signum
+
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                previous[signum] = signal.signal(signum, interrupt)
+        try:
+            for service in self._services:
+                process = self._start(service, results)
+                self._processes[service.name] = process
+                reader = threading.Thread(target=self._forward, args=(service.name, process), daemon=True)
+                reader.start()
+                readers.append(reader)
+            verifier = self._processes[VERDICT_SERVICE]
+            while verifier.poll() is None and interrupted is None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    verifier.wait(timeout=0.2)  # A signal's handler cannot wait; the loop looks.
+            if interrupted is not None:
+                say(f"received {signal.Signals(interrupted).name}: stopping the warm cluster {self._cluster.name}")
+                self._cluster.stop()
+                status = 128 + interrupted
+            else:
+                status = exit_status(verifier.returncode)
+                self._let_workers_end()
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+        for reader in readers:
+            reader.join(timeout=5)
+        return Outcome(
+            status,
+            verifier_lines=self._lines[VERDICT_SERVICE],
+            logs={name: "".join(lines) for name, lines in self._lines.items() if name != VERDICT_SERVICE},
+        )
+
+    def _start(self, service: Service, results: str) -> subprocess.Popen:
+        environment = dict(service.environment)
+        if service.name != VERDICT_SERVICE:
+            environment[zygote.WARM_VARIABLE] = "1"
+            environment["TF_RESULTS_DIR"] = results
+            if environment.get("TF_CHECKPOINT_DIR"):
+                environment["TF_CHECKPOINT_DIR"] = f"{environment['TF_CHECKPOINT_DIR'].rstrip('/')}/{RUNS}/{self._run_id}"
+            command = service.command
+        else:
+            command = [*service.command[: service.command.index("--results") + 1], results]
+        # Each variable by name alone, its value from the CLI's environment: not on a command line.
+        # The CLI's own (DOCKER_*) cannot be passed so without redirecting the CLI itself.
+        arguments, client = [], {name: value for name, value in os.environ.items() if not _program_only(name)}
+        for name, value in environment.items():
+            if name.startswith("DOCKER_"):
+                arguments += ["--env", f"{name}={value}"]
+            else:
+                arguments += ["--env", name]
+                client[name] = value
+        if service.working_dir:
+            arguments += ["--workdir", service.working_dir]
+        return subprocess.Popen(
+            ["docker", "exec", *arguments, service.container, *command],
+            env=client,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # Ctrl-C is the run's to handle: it stops the containers' programs.
+        )
+
+    def _forward(self, name: str, process: subprocess.Popen) -> None:
+        prefix = f"{name:<{self._width}}  | "
+        for line in process.stdout:
+            self._lines[name].append(line)
+            with self._print_lock:
+                sys.stdout.write(prefix + line)
+                sys.stdout.flush()
+        process.wait()
+
+    def _let_workers_end(self) -> None:
+        deadline = time.monotonic() + OUTLIVE
+        for service in self._services:
+            process = self._processes[service.name]
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            if process.poll() is None:
+                say(f"{service.name} outlived the verdict by {OUTLIVE:g} s: its warm container is stopped")
+                subprocess.run(
+                    ["docker", "stop", "--timeout", str(STOP_TIMEOUT), service.container],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+                process.wait()
+
+
+def verdict_of(outcome: Outcome) -> dict | None:
+    return records.found_in(outcome.verifier_lines)
+
+
+def _program_only(name: str) -> bool:
+    """Variables of this process that are the program's business, not the docker CLI's."""
+    return name.startswith(("COMPOSE_", "TFCLUSTER_", "TF_", "TRAIN_"))
+
+
+def _environment_of(service: dict) -> dict[str, str]:
+    return {name: value for name, value in (service.get("environment") or {}).items() if value is not None}
+
+
+def _container(project: str, service: str) -> str:
+    """Compose's name for a service's one container."""
+    return f"{project}-{service}-1"
+
+
+def _image(name: str) -> dict | None:
+    inspected = subprocess.run(["docker", "image", "inspect", name], capture_output=True, text=True)
+    return json.loads(inspected.stdout)[0] if inspected.returncode == 0 else None
+
+
+def _key(config: dict, image_id: str) -> str:
+    """What a warm cluster is made of: the configuration but each run's own part, and the image.
+
+    Not the zygotes' keys either: a run with another key has its zygotes restart themselves.
+    """
+    services = {}
+    for name, service in config["services"].items():
+        services[name] = {
+            field_name: value
+            for field_name, value in service.items()
+            if field_name not in ("environment", "command", "env_file")
+        }
+    whole = {"services": services, "volumes": config.get("volumes"), "networks": config.get("networks")}
+    digest = hashlib.sha256(json.dumps([whole, image_id, render({}, "")], sort_keys=True).encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,236 @@
+"""The zygote's loop: one thread, one selector over its socket, its launchers' connections and its children.
+
+A single thread on purpose: a waiting thread per child would be a thread of ours at the next fork.
+Each child's end is an event (its pidfd becomes readable), as is a launcher's going away (its
+connection reads end-of-file: the child is killed, a run without its launcher must not train on),
+and SIGTERM (the wake-up descriptor): it is passed to every live launcher, which stops its program
+as it would in a cold container, and the zygote ends once they have gone, within `STOP_WAIT`.
+"""
+
+import contextlib
+import dataclasses
+import fcntl
+import json
+import os
+import resource
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+from collections.abc import Callable
+
+from trainer.contract import zygote as protocol
+from trainer.zygote import child, threads
+
+# How long the launchers of a stopping zygote have to end their runs (Compose's stop_grace_period
+# of a worker is 10 s by default; the launcher's own grace is 2 s).
+STOP_WAIT = 8.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Fork:
+    """What a child returns with out of `serve`, to become the program (trainer/zygote/__main__.py)."""
+
+    command: child.Command
+    environment: dict[str, str]
+    cwd: str
+
+
+@dataclasses.dataclass
+class _Run:
+    connection: socket.socket
+    pid: int
+    pidfd: int
+    launcher: int  # The launcher's pid (SO_PEERCRED), told of a SIGTERM.
+
+
+def listening_socket() -> socket.socket:
+    """The socket, bound before the imports so that an early launcher waits in its backlog; kept across an exec."""
+    inherited = os.environ.pop(protocol.LISTENING_FD_VARIABLE, "")
+    if inherited:
+        listener = socket.socket(fileno=int(inherited))
+        listener.set_inheritable(False)
+        return listener
+    os.makedirs(os.path.dirname(protocol.SOCKET), mode=0o700, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(protocol.SOCKET)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(protocol.SOCKET)
+    listener.listen(16)
+    return listener
+
+
+class Zygote:
+    def __init__(
+        self,
+        listener: socket.socket,
+        *,
+        key: dict[str, str],
+        unsafe: str | None,
+        base_path: list[str],
+        say: Callable[[str], None],
+    ):
+        self._listener = listener
+        self._key = key
+        self._unsafe = unsafe  # Why no run may be forked, if one may not.
+        self._base_path = base_path
+        self._say = say
+        self._selector = selectors.DefaultSelector()
+        self._runs: dict[int, _Run] = {}  # By pid.
+        self._stopping: float | None = None
+        self._wake_read, self._wake_write = socket.socketpair()
+        self._wake_read.setblocking(False)
+        self._wake_write.setblocking(False)
+
+    def serve(self) -> Fork | None:
+        """Serves until SIGTERM (returns None) or, in a forked child, returns what the child is to run."""
+        signal.set_wakeup_fd(self._wake_write.fileno(), warn_on_full_buffer=False)
+        signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
+        signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+        self._selector.register(self._listener, selectors.EVENT_READ, self._accept)
+        self._selector.register(self._wake_read, selectors.EVENT_READ, self._woken)
+        self._say("ready")
+        while self._stopping is None or (self._runs and time.monotonic() < self._stopping + STOP_WAIT):
+            for selected, _events in self._selector.select(timeout=1.0 if self._stopping else None):
+                forked = selected.data(selected.fileobj)
+                if forked is not None:
+                    return forked
+        for run in self._runs.values():
+            _kill_group(run.pid)
+        return None
+
+    def _woken(self, wake: socket.socket) -> None:
+        with contextlib.suppress(BlockingIOError):
+            signals = wake.recv(64)
+        if signal.SIGTERM in signals or signal.SIGINT in signals:
+            self._stopping = time.monotonic()
+            self._say(f"stopping: {len(self._runs)} run(s) live")
+            for run in self._runs.values():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(run.launcher, signal.SIGTERM)
+
+    def _accept(self, listener: socket.socket) -> Fork | None:
+        connection, _address = listener.accept()
+        reader = protocol.Reader(connection)
+        try:
+            request = reader.next()
+        except (OSError, ValueError):
+            request = None
+        if request is None or self._stopping is not None:
+            reader.close_fds()
+            connection.close()
+            return None
+        try:
+            return self._answer(connection, reader, request)
+        finally:
+            reader.close_fds()
+
+    def _answer(self, connection: socket.socket, reader: protocol.Reader, request: dict) -> Fork | None:
+        environment = request["env"]
+        run_key = protocol.key_of(environment)
+        command = child.parse(request["argv"])
+        if self._unsafe or isinstance(command, str):
+            return self._refuse(connection, {"cold": self._unsafe or command})
+        differences = protocol.key_differences(self._key, run_key)
+        if differences:
+            if self._runs:  # Another run is live: it keeps its zygote, this one starts cold.
+                return self._refuse(connection, {"cold": f"another run is live, and {differences[0]}"})
+            self._say(f"restarting for the run's key: {'; '.join(differences)}")
+            protocol.send(connection, {"restarting": "; ".join(differences)})
+            connection.close()
+            self._restart(run_key)
+        unsafe = threads.unsafe_reason({})  # A thread started since: none should have been.
+        if unsafe:
+            return self._refuse(connection, {"cold": unsafe})
+        launcher = _peer_pid(connection)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            return self._become_child(connection, reader, request, command)
+        pidfd = os.pidfd_open(pid)
+        self._runs[pid] = _Run(connection, pid, pidfd, launcher)
+        self._selector.register(pidfd, selectors.EVENT_READ, lambda _fd, pid=pid: self._reap(pid))
+        self._selector.register(connection, selectors.EVENT_READ, lambda _c, pid=pid: self._launcher_spoke(pid))
+        protocol.send(connection, {"started": pid, "key": self._key})
+        return None
+
+    def _become_child(self, connection, reader, request, command) -> Fork:
+        """In the child: its own session, its descriptors in place, nothing of the zygote's left open."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        os.setsid()
+        # Above every number the program is to have, so that putting one in place clobbers none.
+        targets = request["fds"]
+        lowest = max([*targets, 2]) + 1
+        received = [fcntl.fcntl(descriptor, fcntl.F_DUPFD_CLOEXEC, lowest) for descriptor in reader.fds]
+        reader.close_fds()
+        # The zygote's own descriptors next, before a target's number could be one of theirs.
+        for run in self._runs.values():
+            run.connection.close()
+            os.close(run.pidfd)
+        self._selector.close()
+        for sock in (self._listener, connection, self._wake_read, self._wake_write):
+            sock.close()
+        for target, descriptor in zip(targets, received, strict=True):
+            os.dup2(descriptor, target)
+        for descriptor in received:
+            os.close(descriptor)
+        return Fork(command=command, environment=request["env"], cwd=request["cwd"])
+
+    def _refuse(self, connection: socket.socket, answer: dict) -> None:
+        self._say(f"a run starts cold: {answer['cold']}")
+        with contextlib.suppress(OSError):
+            protocol.send(connection, answer)
+        connection.close()
+
+    def _reap(self, pid: int) -> None:
+        run = self._runs.pop(pid)
+        _pid, status, usage = os.wait4(pid, 0)
+        self._selector.unregister(run.pidfd)
+        with contextlib.suppress(KeyError):  # Unless its launcher went away first.
+            self._selector.unregister(run.connection)
+        os.close(run.pidfd)
+        usage_record = {"cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kib": usage.ru_maxrss}
+        with contextlib.suppress(OSError):
+            protocol.send(run.connection, {"exited": status, "rusage": usage_record})
+        run.connection.close()
+
+    def _launcher_spoke(self, pid: int) -> None:
+        """A launcher sends nothing after its request: anything readable is its connection's end."""
+        run = self._runs[pid]
+        try:
+            data = run.connection.recv(1, socket.MSG_PEEK)
+        except OSError:
+            data = b""
+        if not data:
+            self._say(f"the launcher of run {pid} went away: its program is killed")
+            self._selector.unregister(run.connection)
+            _kill_group(pid)
+
+    def _restart(self, key: dict[str, str]) -> None:
+        """exec's this zygote again with the run's key, its socket kept, so no launcher finds it gone."""
+        environment = {name: value for name, value in os.environ.items() if name not in protocol.key_of(os.environ)}
+        environment |= key
+        self._listener.set_inheritable(True)
+        environment[protocol.LISTENING_FD_VARIABLE] = str(self._listener.fileno())
+        sys.stdout.flush()
+        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environment)
+
+
+def _peer_pid(connection: socket.socket) -> int:
+    credentials = connection.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    return struct.unpack("3i", credentials)[0]
+
+
+def _kill_group(group: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(group, signal.SIGKILL)
+
+
+def usage_now() -> str:
+    """The zygote's own footprint, for its ready line."""
+    return json.dumps({"max_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024})
