@@ -18,6 +18,8 @@ import math
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
+from trainer.contract import zygote
+
 _METADATA_KEY = "setting"
 
 
@@ -235,6 +237,8 @@ class LaunchSettings(Settings):
     # 1: a warm run (scripts/run --warm): the worker's zygote forks the program (trainer/zygote/),
     # and the launcher clears what earlier runs left in the results and checkpoint folders' parents.
     warm: str = setting(env="TFCLUSTER_WARM", choices=("0", "1"), default="0")
+    # Where a warm worker's zygote listens (trainer/contract/zygote.py).
+    zygote_socket: str = setting(env=zygote.SOCKET_VARIABLE, default=zygote.SOCKET)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

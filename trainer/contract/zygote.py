@@ -28,7 +28,9 @@ import socket
 from collections.abc import Mapping
 
 # In the worker's own /tmp (a tmpfs per container): only that container's launchers reach it.
+# TFCLUSTER_ZYGOTE_SOCKET names another (the zygote's and the launcher's tests do).
 SOCKET = "/tmp/tfcluster-zygote/socket"
+SOCKET_VARIABLE = "TFCLUSTER_ZYGOTE_SOCKET"
 # The listening socket's descriptor, kept across the zygote's exec when it restarts.
 LISTENING_FD_VARIABLE = "TFCLUSTER_ZYGOTE_FD"
 # Set by `scripts/run --warm` in a warm run's environment: the launcher asks the zygote.
@@ -104,7 +106,10 @@ class Reader:
         while b"\n" not in self._buffer:
             if len(self._buffer) > MAX_MESSAGE:
                 raise ValueError("a message over 1 MiB")
-            data, ancillary, _flags, _address = self._connection.recvmsg(65536, socket.CMSG_SPACE(MAX_FDS * 4))
+            # Close-on-exec: a zygote that execs itself must not keep a launcher's pipe open.
+            data, ancillary, _flags, _address = self._connection.recvmsg(
+                65536, socket.CMSG_SPACE(MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC
+            )
             for level, kind, payload in ancillary:
                 if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
                     descriptors = array.array("i")

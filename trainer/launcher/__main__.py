@@ -67,6 +67,7 @@ def main(argv: list[str]) -> int:
             run_id=run_id,
             results_dir=launch.results_dir or None,
             warm=launch.warm == "1",
+            zygote_socket=launch.zygote_socket,
         )
     except OSError as error:  # The rendezvous port is taken, most likely.
         return _config_error(f"cannot serve the rendezvous on port {launch.rendezvous_port}: {error}", recorder)
@@ -109,7 +110,9 @@ def _fingerprint(
         packages=digests.packages_digest(),
         # Only the directory: the faults beside it are injected into one worker on purpose.
         checkpoint_dir=RecoverySettings.from_env(environ, only={"checkpoint_dir"}).checkpoint_dir,
-        variables=runtime.computation_variables(environ, compared_otherwise=launch.user_variables, warm=launch.warm == "1"),
+        variables=runtime.computation_variables(
+            environ, compared_otherwise=launch.user_variables, warm=launch.warm == "1"
+        ),
         versions=runtime.versions(),
         image=digests.image_digest(package_dir),
         command=program,

@@ -63,6 +63,7 @@ def fork(
     *,
     timeout: float,
     say: Callable[[str], None],
+    socket_path: str = protocol.SOCKET,
 ) -> tuple[ForkedProcess | None, str | None]:
     """Asks the zygote for the program; returns it, or (None, why it starts cold).
 
@@ -71,10 +72,11 @@ def fork(
     """
     deadline = time.monotonic() + timeout
     key = protocol.key_of(environment)
+    restarted = False
     while True:
-        connection = _connect(deadline)
+        connection = _connect(socket_path, deadline)
         if connection is None:
-            return None, f"no zygote answered at {protocol.SOCKET} within {timeout:g} s"
+            return None, f"no zygote answered at {socket_path} within {timeout:g} s"
         request = {"argv": command, "env": environment, "cwd": os.getcwd(), "fds": list(descriptors)}
         try:
             protocol.send(connection, request, list(descriptors.values()))
@@ -89,8 +91,11 @@ def fork(
             connection.close()
             return None, "the zygote closed the connection without an answer"
         if "restarting" in answer:
-            say(f"the warm zygote restarts for this run: {answer['restarting']}")
             connection.close()
+            if restarted:  # It restarted for this run once already: its key cannot be the run's.
+                return None, f"the zygote restarted and still differs: {answer['restarting']}"
+            say(f"the warm zygote restarts for this run: {answer['restarting']}")
+            restarted = True
             continue
         if "cold" in answer:
             connection.close()
@@ -102,12 +107,12 @@ def fork(
         return ForkedProcess(connection, reader, answer["started"], None), None
 
 
-def _connect(deadline: float) -> socket.socket | None:
+def _connect(path: str, deadline: float) -> socket.socket | None:
     """The zygote's socket; absent or refusing only while a container starts or a zygote execs itself."""
     while True:
         connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            connection.connect(protocol.SOCKET)
+            connection.connect(path)
             return connection
         except (FileNotFoundError, ConnectionRefusedError):
             connection.close()

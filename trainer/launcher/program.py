@@ -58,8 +58,10 @@ class Program:
         stop_grace: float = LaunchSettings.stop_grace,
         # A warm run's (trainer/launcher/forked.py): forked by the zygote within this many seconds.
         warm_within: float | None = None,
+        zygote_socket: str = LaunchSettings.zygote_socket,
         say: Callable[[str], object] = print,
     ):
+        self._zygote_socket = zygote_socket
         self._command = command
         self._warm_within = warm_within
         self._say = say
@@ -192,6 +194,7 @@ class Program:
                 {1: output_write, 2: output_write, **{descriptor: descriptor for descriptor in pass_fds}},
                 timeout=self._warm_within,
                 say=self._say,
+                socket_path=self._zygote_socket,
             )
         finally:
             os.close(output_write)

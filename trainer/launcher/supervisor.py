@@ -69,8 +69,10 @@ class Supervisor:
         run_id: str | None = None,
         results_dir: str | None = None,
         warm: bool = False,
+        zygote_socket: str | None = None,
     ):
         self._warm = warm  # The program is forked by the worker's zygote (trainer/launcher/forked.py).
+        self._zygote_socket = zygote_socket
         self._cluster = cluster
         self._fingerprint = fingerprint
         self._deadlines = deadlines
@@ -118,6 +120,7 @@ class Supervisor:
             stop_grace=self._deadlines.stop_grace,
             # A zygote still importing (the first warm run) counts against the join deadline.
             warm_within=self._deadlines.join if self._warm else None,
+            **({"zygote_socket": self._zygote_socket} if self._zygote_socket else {}),
             say=self.say,
         )
         self._watchdog = Watchdog(

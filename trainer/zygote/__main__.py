@@ -19,7 +19,7 @@ def say(message: str) -> None:
 
 
 def main() -> int:
-    listener = server.listening_socket()
+    listener = server.listening_socket(os.environ.get(protocol.SOCKET_VARIABLE) or protocol.SOCKET)
     key = protocol.key_of(os.environ)
     # Its own PYTHONPATH (the image's /app) is not a child's: each gets its run's.
     own = {os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry}

@@ -46,18 +46,18 @@ class _Run:
     launcher: int  # The launcher's pid (SO_PEERCRED), told of a SIGTERM.
 
 
-def listening_socket() -> socket.socket:
+def listening_socket(path: str) -> socket.socket:
     """The socket, bound before the imports so that an early launcher waits in its backlog; kept across an exec."""
     inherited = os.environ.pop(protocol.LISTENING_FD_VARIABLE, "")
     if inherited:
         listener = socket.socket(fileno=int(inherited))
         listener.set_inheritable(False)
         return listener
-    os.makedirs(os.path.dirname(protocol.SOCKET), mode=0o700, exist_ok=True)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
-        os.unlink(protocol.SOCKET)
+        os.unlink(path)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(protocol.SOCKET)
+    listener.bind(path)
     listener.listen(16)
     return listener
 
@@ -140,6 +140,7 @@ class Zygote:
             self._say(f"restarting for the run's key: {'; '.join(differences)}")
             protocol.send(connection, {"restarting": "; ".join(differences)})
             connection.close()
+            reader.close_fds()
             self._restart(run_key)
         unsafe = threads.unsafe_reason({})  # A thread started since: none should have been.
         if unsafe:
@@ -213,7 +214,9 @@ class Zygote:
 
     def _restart(self, key: dict[str, str]) -> None:
         """exec's this zygote again with the run's key, its socket kept, so no launcher finds it gone."""
-        environment = {name: value for name, value in os.environ.items() if name not in protocol.key_of(os.environ)}
+        # Its key from os.environ, as a launcher's own environment gives a run's: with what Python
+        # itself sets at start-up (LC_CTYPE, where the locale is C), which a run's has too.
+        environment = {name: value for name, value in os.environ.items() if name not in self._key}
         environment |= key
         self._listener.set_inheritable(True)
         environment[protocol.LISTENING_FD_VARIABLE] = str(self._listener.fileno())

@@ -208,7 +208,9 @@ def check_network(workers: int, recover: bool, network: str | None) -> None:
 def check_warm(warm: bool, recover: bool, network: str | None) -> None:
     """What warm workers cannot go with; raises Refusal."""
     if warm and recover:
-        raise Refusal("--warm and --recover do not go together (the keeper restarts containers, which a warm run keeps)")
+        raise Refusal(
+            "--warm and --recover do not go together (the keeper restarts containers, which a warm run keeps)"
+        )
     if warm and network:
         raise Refusal("--warm and --network do not go together (a shaper applies its profile when its worker starts)")
 

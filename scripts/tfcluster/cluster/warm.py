@@ -297,7 +297,9 @@ class _Exec:
             environment[zygote.WARM_VARIABLE] = "1"
             environment["TF_RESULTS_DIR"] = results
             if environment.get("TF_CHECKPOINT_DIR"):
-                environment["TF_CHECKPOINT_DIR"] = f"{environment['TF_CHECKPOINT_DIR'].rstrip('/')}/{RUNS}/{self._run_id}"
+                environment["TF_CHECKPOINT_DIR"] = (
+                    f"{environment['TF_CHECKPOINT_DIR'].rstrip('/')}/{RUNS}/{self._run_id}"
+                )
             command = service.command
         else:
             command = [*service.command[: service.command.index("--results") + 1], results]

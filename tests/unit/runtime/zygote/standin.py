@@ -1,0 +1,32 @@
+"""A zygote without TensorFlow: trainer/zygote/__main__.py's serving and forking, its imports left out.
+
+`python standin.py` serves at TFCLUSTER_ZYGOTE_SOCKET; it prints `zygote | ready` once it listens,
+and its key once at start-up, so that a test sees it restart.
+"""
+
+import os
+import sys
+
+from trainer.contract import zygote as protocol
+from trainer.zygote import child, server, threads
+
+
+def main() -> int:
+    listener = server.listening_socket(os.environ[protocol.SOCKET_VARIABLE])
+    key = protocol.key_of(os.environ)
+    print(f"zygote | started with key {sorted(key.items())}", flush=True)
+    own = {os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry}
+    base_path = [entry for entry in sys.path[1:] if entry not in own]  # [0]: this file's folder.
+    unsafe = os.environ.get("STANDIN_UNSAFE") or threads.unsafe_reason({})
+
+    def say(message):
+        print(f"zygote | {message}", flush=True)
+
+    fork = server.Zygote(listener, key=key, unsafe=unsafe, base_path=base_path, say=say).serve()
+    if fork is None:
+        return 0
+    child.end(child.run(fork.command, fork.environment, fork.cwd, base_path))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
