@@ -1,6 +1,6 @@
 """How a warm worker's launcher asks its zygote for a run: the socket, the messages, and the key.
 
-A warm worker container (`scripts/run --warm`, compose.warm.yaml) stays up between runs with a
+A warm worker container (`scripts/run --warm`, scripts/tfcluster/cluster/warm.py) stays up between runs with a
 zygote as its main process: a Python that has imported TensorFlow and Keras, has run no
 TensorFlow op, and forks a fresh child for each run (trainer/zygote/). Each run's launcher is
 started in the container by `docker exec` as usual and, instead of starting the program itself,

@@ -19,6 +19,7 @@ from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.settings import LaunchSettings, RecoverySettings, TrainingSettings
 from trainer.launcher import digests, noise, rendezvous, runtime, warm
+from trainer.launcher.forked import Forking
 from trainer.launcher.supervisor import Deadlines, Supervisor
 
 
@@ -66,15 +67,15 @@ def main(argv: list[str]) -> int:
             shaped_in=launch.results_dir if launch.network_profile else None,
             run_id=run_id,
             results_dir=launch.results_dir or None,
-            warm=launch.warm == "1",
-            zygote_socket=launch.zygote_socket,
         )
     except OSError as error:  # The rendezvous port is taken, most likely.
         return _config_error(f"cannot serve the rendezvous on port {launch.rendezvous_port}: {error}", recorder)
     signal.signal(signal.SIGTERM, supervisor.handle_signal)
     signal.signal(signal.SIGINT, supervisor.handle_signal)
     variables = {**noise.logging_variables(launch.startup_logs), "TF_CONFIG": cluster.tf_config_json()}
-    return supervisor.run(command, {**os.environ, **variables})
+    # A zygote still importing (the first warm run) counts against the join deadline.
+    forking = Forking(launch.join_timeout, launch.zygote_socket) if launch.warm == "1" else None
+    return supervisor.run(command, {**os.environ, **variables}, forking)
 
 
 def _fingerprint(

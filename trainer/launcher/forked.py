@@ -9,6 +9,7 @@ launcher never leaves one behind, whatever ends it.
 """
 
 import contextlib
+import dataclasses
 import os
 import socket
 import threading
@@ -19,6 +20,39 @@ from trainer.contract import zygote as protocol
 
 # Between two attempts to reach a zygote that is not there yet (an exec of itself takes no longer).
 RETRY = 0.05
+
+
+@dataclasses.dataclass(frozen=True)
+class Forking:
+    """A warm run's: its zygote's socket, and how long a zygote still importing (the first run) may take."""
+
+    within: float
+    socket_path: str = protocol.SOCKET
+
+
+def start(
+    command: list[str], environment: dict[str, str], pass_fds: tuple[int, ...], forking: Forking, say
+) -> "ForkedProcess | None":
+    """The program forked by the zygote, its output into a pipe of ours; None, said why: start it cold."""
+    output_read, output_write = os.pipe()
+    try:
+        process, cold = fork(
+            command,
+            environment,
+            {1: output_write, 2: output_write, **{descriptor: descriptor for descriptor in pass_fds}},
+            timeout=forking.within,
+            say=say,
+            socket_path=forking.socket_path,
+        )
+    finally:
+        os.close(output_write)
+    if process is None:
+        os.close(output_read)
+        say(f"starts its program cold: {cold}")
+        return None
+    process.stdout = open(output_read, encoding="utf-8", errors="replace")  # noqa: SIM115 - the pipe's life.
+    say(f"forked its program from the warm zygote (pid {process.pid})")
+    return process
 
 
 class ForkedProcess:

@@ -56,14 +56,12 @@ class Program:
         recorder: Log | None,
         # The dataclass holds each setting's default as a class attribute: `TF_STOP_GRACE`'s.
         stop_grace: float = LaunchSettings.stop_grace,
-        # A warm run's (trainer/launcher/forked.py): forked by the zygote within this many seconds.
-        warm_within: float | None = None,
-        zygote_socket: str = LaunchSettings.zygote_socket,
+        # A warm run's: forked by the worker's zygote (trainer/launcher/forked.py), or else started cold.
+        forking: forked.Forking | None = None,
         say: Callable[[str], object] = print,
     ):
-        self._zygote_socket = zygote_socket
         self._command = command
-        self._warm_within = warm_within
+        self._forking = forking
         self._say = say
         self._environment = environment
         self._recorder = recorder
@@ -83,7 +81,9 @@ class Program:
         # Every Python program of the image then dumps its stack on request (trainer/contract/stacks.py),
         # and its observer records its strategy and model states (trainer/observer/).
         environment = {**self._environment, stacks.VARIABLE: "1", **self._observed.variables(), **(variables or {})}
-        self._process = self._forked(environment, pass_fds) if self._warm_within is not None else None
+        self._process = None
+        if self._forking is not None:
+            self._process = forked.start(self._command, environment, pass_fds, self._forking, self._say)
         if self._process is None:
             self._process = subprocess.Popen(
                 self._command,
@@ -183,28 +183,6 @@ class Program:
             cpu_limit=cgroup.cpu_limit(),
             peak_memory=max_rss_kib * 1024,  # Linux gives it in KiB.
         )
-
-    def _forked(self, environment: dict[str, str], pass_fds: tuple[int, ...]) -> forked.ForkedProcess | None:
-        """The program forked by the warm zygote, its output into a pipe of ours; None: start it cold."""
-        output_read, output_write = os.pipe()
-        try:
-            process, cold = forked.fork(
-                self._command,
-                environment,
-                {1: output_write, 2: output_write, **{descriptor: descriptor for descriptor in pass_fds}},
-                timeout=self._warm_within,
-                say=self._say,
-                socket_path=self._zygote_socket,
-            )
-        finally:
-            os.close(output_write)
-        if process is None:
-            os.close(output_read)
-            self._say(f"starts its program cold: {cold}")
-            return None
-        process.stdout = open(output_read, encoding="utf-8", errors="replace")  # noqa: SIM115 - the pipe's life.
-        self._say(f"forked its program from the warm zygote (pid {process.pid})")
-        return process
 
     def _forward(self) -> None:
         for line in self._process.stdout:

@@ -35,6 +35,7 @@ from trainer.contract.resultsdir import Recorder
 from trainer.launcher import rendezvous
 from trainer.launcher.barrier import Barrier, meeting_interval
 from trainer.launcher.failures import LaunchFailure
+from trainer.launcher.forked import Forking
 from trainer.launcher.health import Health
 from trainer.launcher.lingering import linger_then_close
 from trainer.launcher.peers import PeerWatch, recorded_exits, watch_peers
@@ -68,11 +69,7 @@ class Supervisor:
         shaped_in: str | None = None,
         run_id: str | None = None,
         results_dir: str | None = None,
-        warm: bool = False,
-        zygote_socket: str | None = None,
     ):
-        self._warm = warm  # The program is forked by the worker's zygote (trainer/launcher/forked.py).
-        self._zygote_socket = zygote_socket
         self._cluster = cluster
         self._fingerprint = fingerprint
         self._deadlines = deadlines
@@ -110,7 +107,7 @@ class Supervisor:
         if self._program is not None:
             self._program.stop()
 
-    def run(self, command: list[str], environment: dict[str, str]) -> int:
+    def run(self, command: list[str], environment: dict[str, str], forking: Forking | None = None) -> int:
         """The phases in order; the first failure, or a signal, ends the run with its exit code."""
         self._watches = watch_peers(self._cluster, self._base_port, interval=meeting_interval(self._cluster.size - 1))
         self._program = Program(
@@ -118,9 +115,7 @@ class Supervisor:
             environment=environment,
             recorder=self._recorder,
             stop_grace=self._deadlines.stop_grace,
-            # A zygote still importing (the first warm run) counts against the join deadline.
-            warm_within=self._deadlines.join if self._warm else None,
-            **({"zygote_socket": self._zygote_socket} if self._zygote_socket else {}),
+            forking=forking,
             say=self.say,
         )
         self._watchdog = Watchdog(

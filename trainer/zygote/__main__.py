@@ -1,4 +1,4 @@
-"""A warm worker's main process: `python -P -m trainer.zygote` (compose.warm.yaml).
+"""A warm worker's main process: `python -P -m trainer.zygote` (scripts/tfcluster/cluster/warm.py).
 
 Binds its socket, imports NumPy, TensorFlow and Keras (counting the threads each import starts),
 checks that it may fork (trainer/zygote/threads.py) and that TensorFlow's runtime never started,

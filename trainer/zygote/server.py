@@ -164,22 +164,9 @@ class Zygote:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         os.setsid()
-        # Above every number the program is to have, so that putting one in place clobbers none.
-        targets = request["fds"]
-        lowest = max([*targets, 2]) + 1
-        received = [fcntl.fcntl(descriptor, fcntl.F_DUPFD_CLOEXEC, lowest) for descriptor in reader.fds]
-        reader.close_fds()
-        # The zygote's own descriptors next, before a target's number could be one of theirs.
-        for run in self._runs.values():
-            run.connection.close()
-            os.close(run.pidfd)
-        self._selector.close()
-        for sock in (self._listener, connection, self._wake_read, self._wake_write):
-            sock.close()
-        for target, descriptor in zip(targets, received, strict=True):
-            os.dup2(descriptor, target)
-        for descriptor in received:
-            os.close(descriptor)
+        own = [self._listener, connection, self._wake_read, self._wake_write, self._selector]
+        own += [item for run in self._runs.values() for item in (run.connection, run.pidfd)]
+        _put_in_place(reader, request["fds"], own)
         return Fork(command=command, environment=request["env"], cwd=request["cwd"])
 
     def _refuse(self, connection: socket.socket, answer: dict) -> None:
@@ -222,6 +209,24 @@ class Zygote:
         environment[protocol.LISTENING_FD_VARIABLE] = str(self._listener.fileno())
         sys.stdout.flush()
         os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environment)
+
+
+def _put_in_place(reader: protocol.Reader, targets: list[int], own: list) -> None:
+    """The received descriptors at the numbers the program is to have them; the zygote's own closed."""
+    # Above every target first, so that putting one in place clobbers none.
+    lowest = max([*targets, 2]) + 1
+    received = [fcntl.fcntl(descriptor, fcntl.F_DUPFD_CLOEXEC, lowest) for descriptor in reader.fds]
+    reader.close_fds()
+    # The zygote's own next, before a target's number could be one of theirs.
+    for item in own:
+        if isinstance(item, int):
+            os.close(item)
+        else:
+            item.close()
+    for target, descriptor in zip(targets, received, strict=True):
+        os.dup2(descriptor, target)
+    for descriptor in received:
+        os.close(descriptor)
 
 
 def _peer_pid(connection: socket.socket) -> int:

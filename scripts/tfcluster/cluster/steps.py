@@ -206,7 +206,8 @@ class WarmRun:
         name = warm.project_name({"COMPOSE_PROJECT_NAME": plan.name} if plan.name else {})
         return [
             f"docker compose config --format json (the run's services), then, unless {name} is up and current: "
-            f"write {warm.WARM_FILE}; docker compose -p {name} up --detach --remove-orphans --force-recreate",
+            f"write {warm.WARM_FILE.format(name=name)}; docker compose -p {name} up --detach --remove-orphans "
+            "--force-recreate",
             f"docker exec {name}-SERVICE-1 (each of {', '.join([*plan.names, 'verifier'])}, with its environment "
             "and command; the launchers' programs forked by the warm zygotes)",
         ]

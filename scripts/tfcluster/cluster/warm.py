@@ -1,7 +1,7 @@
 """Warm workers (`scripts/run --warm`): the cluster stays up between runs, and every run is forked.
 
 The first warm run brings up a Compose project of its own, NAME-warm (NAME: the run's project,
-tfcluster by default), from the run's own Compose files plus .tfcluster/compose.warm.yaml: each
+tfcluster by default), from the run's own Compose files plus .tfcluster/NAME-warm/compose.warm.yaml: each
 worker's main process is a zygote that has imported TensorFlow (trainer/zygote/), the verifier's
 an idle one. Every run then `docker exec`s each worker's launcher and the verifier in those
 containers, with the environment and command that the run's Compose files give each service
@@ -36,7 +36,8 @@ from trainer.contract import verdict as records
 from trainer.contract import zygote
 from trainer.contract.exitcodes import ExitCode
 
-WARM_FILE = ".tfcluster/compose.warm.yaml"
+# One per warm cluster (scripts/run --name gives another): .tfcluster/NAME-warm/compose.warm.yaml.
+WARM_FILE = ".tfcluster/{name}/compose.warm.yaml"
 SUFFIX = "-warm"
 DEFAULT_NAME = "tfcluster"
 LABEL = "tfcluster.warm"
@@ -64,7 +65,7 @@ def project_name(environment: dict[str, str]) -> str:
 
 
 def render(workers: dict[str, dict[str, str]], key: str) -> str:
-    """compose.warm.yaml: each worker a zygote started with its key variables, the verifier idle."""
+    """The warm file: each worker a zygote started with its key variables, the verifier idle."""
     lines = [
         "# Written by scripts/run --warm (tfcluster/cluster/warm.py) for its warm cluster: do not edit.",
         "services:",
@@ -115,6 +116,7 @@ class WarmCluster:
         self._root = root
         self.name = project_name(environment)
         self._files = [file for file in environment["COMPOSE_FILE"].split(":") if file]
+        self.warm_file = WARM_FILE.format(name=self.name)
 
     def run(self, *, collects: bool) -> Outcome:
         """One run on the warm cluster, brought up (again) first if it is not current."""
@@ -157,7 +159,7 @@ class WarmCluster:
 
     @contextlib.contextmanager
     def _locked(self):
-        path = self._root / ".tfcluster" / f"{self.name}.lock"
+        path = self._root / ".tfcluster" / self.name / "lock"
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as lock:
             try:
@@ -168,7 +170,7 @@ class WarmCluster:
             yield
 
     def _compose_environment(self, *, warm: bool = False) -> dict[str, str]:
-        files = [*self._files, *([WARM_FILE] if warm else [])]
+        files = [*self._files, *([self.warm_file] if warm else [])]
         return {**self._environment, "COMPOSE_FILE": ":".join(files), "COMPOSE_PROJECT_NAME": self.name}
 
     def _config(self) -> dict:
@@ -203,7 +205,7 @@ class WarmCluster:
 
     def _up(self, config: dict, key: str) -> int | None:
         keys = {name: zygote.key_of(_environment_of(config["services"][name])) for name in self._names}
-        path = self._root / WARM_FILE
+        path = self._root / self.warm_file
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render(keys, key), encoding="utf-8")
         result = subprocess.run(

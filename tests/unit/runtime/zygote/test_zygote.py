@@ -258,8 +258,7 @@ def test_a_warm_program_waits_at_the_start_gate_and_its_usage_is_the_zygotes_rep
         ],
         environment=dict(BASE),
         recorder=None,
-        warm_within=20.0,
-        zygote_socket=socket_path,
+        forking=forked.Forking(20.0, socket_path),
         say=lines.append,
     )
     previous = os.getcwd()

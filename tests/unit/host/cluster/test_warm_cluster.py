@@ -1,0 +1,151 @@
+"""scripts/run --warm's host side (tfcluster/cluster/warm.py): the warm file, the cluster's key, the execs."""
+
+import json
+import subprocess
+
+import pytest
+from tfcluster import Cluster
+from tfcluster.cluster import steps, warm
+from tfcluster.commands import run
+from tfcluster.errors import Refusal
+
+CONFIG = {
+    "services": {
+        "worker-0": {
+            "image": "tfcluster:latest",
+            "command": ["python", "train.py"],
+            "environment": {"TF_TASK_INDEX": "0", "TRAIN_EPOCHS": "3", "TF_CHECKPOINT_DIR": "/checkpoints"},
+            "working_dir": "/project",
+            "volumes": [{"type": "bind", "source": "/home/me/model", "target": "/project"}],
+        },
+        "verifier": {
+            "image": "tfcluster:latest",
+            "entrypoint": ["python", "-m", "trainer.verifier"],
+            "command": ["--results", "/results"],
+            "environment": {"TF_WORKER_HOSTS": "worker-0"},
+        },
+    },
+    "volumes": {"results": {}},
+    "networks": {"cluster": {"internal": True}},
+}
+IMAGE = {"Id": "sha256:abc", "Config": {"Entrypoint": ["python", "-P", "-m", "trainer.launcher", "--"], "Cmd": []}}
+
+
+def changed(**services) -> dict:
+    config = json.loads(json.dumps(CONFIG))
+    for name, fields in services.items():
+        config["services"][name].update(fields)
+    return config
+
+
+def test_the_warm_file_makes_each_worker_a_zygote_with_its_key_and_the_verifier_idle():
+    text = warm.render({"worker-0": {"TF_USE_LEGACY_KERAS": "1"}, "worker-1": {}}, "k3y")
+    assert 'entrypoint: !override ["python", "-P", "-m", "trainer.zygote"]' in text
+    assert 'environment: !override {"TF_USE_LEGACY_KERAS": "1"}' in text
+    assert "environment: !override {}" in text  # worker-1: no key variable set.
+    assert text.count('labels: ["tfcluster.warm=k3y"]') == 3
+    assert f"entrypoint: !override {json.dumps(warm.IDLE)}" in text
+
+
+def test_the_key_is_the_configuration_but_each_runs_own_part_and_the_image():
+    key = warm._key(CONFIG, IMAGE["Id"])
+    # A run's environment and command are its own (docker exec passes them): same cluster.
+    assert warm._key(changed(**{"worker-0": {"environment": {"TRAIN_EPOCHS": "9"}}}), IMAGE["Id"]) == key
+    assert warm._key(changed(**{"worker-0": {"command": ["python", "other.py"]}}), IMAGE["Id"]) == key
+    # Another project folder, or a rebuilt image: another cluster.
+    other_folder = changed(
+        **{"worker-0": {"volumes": [{"type": "bind", "source": "/elsewhere", "target": "/project"}]}}
+    )
+    assert warm._key(other_folder, IMAGE["Id"]) != key
+    assert warm._key(CONFIG, "sha256:rebuilt") != key
+
+
+def test_each_service_is_execd_with_its_environment_by_name_and_a_folder_of_the_run(monkeypatch):
+    started = []
+
+    class Recorded:
+        def __init__(self, command, **options):
+            started.append((command, options))
+
+    monkeypatch.setattr(warm.subprocess, "Popen", Recorded)
+    monkeypatch.setenv("DOCKER_HOST", "unix:///var/run/docker.sock")
+    cluster = warm.WarmCluster({"COMPOSE_FILE": "compose.yaml", "COMPOSE_PROJECT_NAME": "mine"}, ["worker-0"])
+    config = changed(
+        **{"worker-0": {"environment": {**CONFIG["services"]["worker-0"]["environment"], "DOCKER_X": "1"}}}
+    )
+    services = cluster._services(config, IMAGE)
+    execs = warm._Exec(cluster, services, "r1", collects=False)
+    for service in services:
+        execs._start(service, "/results/runs/r1")
+    (worker, worker_options), (verifier, _) = started
+    assert worker[:2] == ["docker", "exec"]
+    assert worker[worker.index("mine-warm-worker-0-1") :] == [
+        "mine-warm-worker-0-1",
+        *IMAGE["Config"]["Entrypoint"],
+        "python",
+        "train.py",
+    ]
+    # Values reach the CLI through its environment, never its command line; but the CLI's own names.
+    assert "TRAIN_EPOCHS" in worker and not any("TRAIN_EPOCHS=" in word for word in worker)
+    assert worker_options["env"]["TRAIN_EPOCHS"] == "3"
+    assert "DOCKER_X=1" in worker and worker_options["env"]["DOCKER_HOST"] == "unix:///var/run/docker.sock"
+    assert worker_options["env"]["TF_RESULTS_DIR"] == "/results/runs/r1"
+    assert worker_options["env"]["TF_CHECKPOINT_DIR"] == "/checkpoints/runs/r1"
+    assert worker_options["env"]["TFCLUSTER_WARM"] == "1"
+    assert worker[worker.index("--workdir") + 1] == "/project"
+    assert verifier[-4:] == ["-m", "trainer.verifier", "--results", "/results/runs/r1"]
+
+
+def test_a_warm_cluster_is_brought_up_again_when_missing_stopped_or_of_another_key(monkeypatch):
+    cluster = warm.WarmCluster({"COMPOSE_FILE": "compose.yaml"}, ["worker-0"])
+
+    def inspected(*containers):
+        def fake_run(command, **_options):
+            return subprocess.CompletedProcess(command, 0, json.dumps(list(containers)), "")
+
+        monkeypatch.setattr(warm.subprocess, "run", fake_run)
+
+    def container(name, *, key="k", running=True):
+        return {
+            "Name": f"/tfcluster-warm-{name}-1",
+            "Config": {"Labels": {warm.LABEL: key}},
+            "State": {"Running": running},
+        }
+
+    inspected()
+    assert cluster._stale("k") == "none is up"
+    inspected(container("worker-0"))
+    assert cluster._stale("k") == "tfcluster-warm-verifier-1 is missing"
+    inspected(container("worker-0", key="old"), container("verifier"))
+    assert cluster._stale("k") == "its configuration or image changed since it came up"
+    inspected(container("worker-0", running=False), container("verifier"))
+    assert cluster._stale("k") == "tfcluster-warm-worker-0-1 is not running"
+    inspected(container("worker-0"), container("verifier"))
+    assert cluster._stale("k") is None
+
+
+@pytest.mark.parametrize(
+    ("settings", "refusal"),
+    [
+        ({"recover": True}, "--warm and --recover do not go together"),
+        ({"network": "wan"}, "--warm and --network do not go together"),
+    ],
+)
+def test_what_warm_workers_cannot_go_with_is_refused_before_anything_starts(settings, refusal):
+    with pytest.raises(Refusal, match=refusal):
+        Cluster(warm=True, **settings).plan()
+
+
+def test_a_warm_run_execs_on_the_warm_cluster_instead_of_down_up_stop():
+    plan = Cluster(warm=True, junit="verdict.xml").plan()
+    kinds = [type(step).__name__ for step in steps.of(plan)]
+    assert kinds == ["WriteFiles", "SetUp", "WarmRun", "ReadVerdict"]
+    assert warm.project_name({}) == "tfcluster-warm"
+    assert warm.project_name({"COMPOSE_PROJECT_NAME": "mine"}) == "mine-warm"
+
+
+def test_warm_down_takes_the_runs_own_warm_cluster_down(monkeypatch):
+    taken_down = []
+    monkeypatch.setattr(warm.WarmCluster, "down", lambda self: taken_down.append(self.name) or 0)
+    assert run.main(["--warm-down"], {"COMPOSE_PROJECT_NAME": "mine"}) == 0
+    assert taken_down == ["mine-warm"]
