@@ -18,7 +18,7 @@ import sys
 
 # Each of these imports only the standard library at its top (report.chart imports matplotlib
 # when it draws), so that --help runs under the host's python3, before .venv-bench exists.
-from tfcluster.benchmark import cases, measure, network, observer, report
+from tfcluster.benchmark import cases, measure, network, observer, report, warm
 from tfcluster.paths import ROOT
 
 DOCS = ROOT / "docs"
@@ -27,12 +27,14 @@ writes:
   docs/benchmark.md, docs/benchmark.json, docs/benchmark.png    (every case but the network's)
   docs/network-benchmark.md                                     (with --network)
   docs/observer-benchmark.md                                    (with --observer)
+  docs/warm-benchmark.md, docs/warm-benchmark.json              (with --warm)
 
 examples:
   scripts/benchmark                          # every case, 5 runs each (about 10 minutes)
   scripts/benchmark --runs 9                 # steadier medians, slower
   scripts/benchmark --network --steps 20     # training time under each network profile
   scripts/benchmark --observer --runs 3      # what the synchronization check's observer costs
+  scripts/benchmark --warm --first-run       # warm, cold and bare; 20 warm runs; a fresh first run
 
 exit status:
   0    ok: measured, and the figures written
@@ -69,6 +71,20 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument(
         "--steps", type=int, default=50, metavar="N", help="with --network: steps an epoch (default: 50)"
     )
+    result.add_argument(
+        "--warm",
+        action="store_true",
+        help="only warm, cold and bare side by side, then warm runs in a row (default: off)",
+    )
+    result.add_argument(
+        "--in-a-row", type=int, default=20, metavar="N", help="with --warm: warm runs in a row (default: 20)"
+    )
+    result.add_argument(
+        "--first-run",
+        action="store_true",
+        help="with --warm: last, the first run from a fresh machine state; removes every image, the build "
+        "cache, the wheelhouse and the Compose plugin first (default: off)",
+    )
     return result
 
 
@@ -79,6 +95,13 @@ def main(argv: list[str]) -> int:
         options.error(f"--runs ({arguments.runs}) must be at least 1")
     if arguments.steps < 1:
         options.error(f"--steps ({arguments.steps}) must be at least 1")
+    if arguments.warm:
+        result = warm.measure(arguments.runs, arguments.in_a_row, first_run=arguments.first_run)
+        (DOCS / "warm-benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
+        text = warm.table(result)
+        (DOCS / "warm-benchmark.md").write_text("# Warm workers against cold runs and the bare processes\n\n" + text)
+        print(text)
+        return 0
     if arguments.network:
         text = network.network_table(arguments.runs, arguments.steps)
         (DOCS / "network-benchmark.md").write_text("# Training under each network profile\n\n" + text)

@@ -1,0 +1,176 @@
+"""Warm, cold and bare side by side, for `scripts/benchmark --warm` (tfcluster.commands.benchmark).
+
+One run of this command measures, on the tutorial's own program (a copy of examples/tutorial, so
+that editing it touches nothing of the checkout's):
+- rounds of three, alternating: the tutorial as two bare processes; `scripts/run --project COPY`
+  (cold, the image built); an edit of the copy, then `scripts/run --warm --project COPY` (warm);
+  medians, and each side's ratio to the bare processes (targets: warm at most 0.5, cold 1.4);
+- then warm runs in a row (20 unless told): none may hang (each has a bound), and each must give
+  the cold run's figures and the cold run's final weights, hash for hash;
+- with --first-run, last, the first run from a fresh machine state: every image, the build cache,
+  the wheelhouse and the Compose plugin removed, then `scripts/run` timed to its verdict, with
+  scripts/setup's own account of each step.
+"""
+
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from tfcluster.benchmark import cases
+from tfcluster.paths import ROOT
+
+TARGETS = {"warm": 0.5, "cold": 1.4}
+FIRST_RUN_TARGET = 60.0
+RUN_BOUND = 300  # Seconds: a run that takes longer is a hang.
+FORKED = "forked its program from the warm zygote"
+_STATE = re.compile(r"^(worker-\d+)(?:-1)? +\| (\{\"event\":\"observed\".*\"kind\":\"state\".*)$")
+_STEP = re.compile(r"^setup \| ((?:installed|downloaded|built) .* in \d+ s)$")
+_USED = re.compile(r"(worker-\d+)(?:-1)? +\| launcher \| \S+: training program used ([\d.]+)s")
+
+
+def run_once(arguments: list[str], *, name: str) -> dict:
+    """One scripts/run, timed: its seconds, whether it passed, its figures and its final weights."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "run"), *arguments],
+        cwd=ROOT,
+        env={**os.environ, "COMPOSE_PROJECT_NAME": name},
+        capture_output=True,
+        text=True,
+        timeout=RUN_BOUND,
+        check=False,
+    )
+    seconds = time.monotonic() - started
+    verdict = next((line for line in result.stdout.splitlines() if "| verdict: " in line), "")
+    states: dict[str, list] = {}
+    for line in result.stdout.splitlines():
+        match = _STATE.match(line)
+        if match and '"point":"end"' in match.group(2):
+            states[match.group(1)] = json.loads(match.group(2))["variables"]
+    return {
+        "seconds": seconds,
+        "status": result.returncode,
+        "passed": result.returncode == 0 and cases.SEED_FIGURES in verdict,
+        "verdict": verdict.split("| ", 1)[-1],
+        "weights": states.get("worker-0"),
+        "forked": result.stdout.count(FORKED),
+        "program_seconds": max((float(seconds) for _, seconds in _USED.findall(result.stdout)), default=None),
+        "output": result.stdout[-4000:] + result.stderr[-2000:],
+    }
+
+
+def measure(runs: int, in_a_row: int, *, first_run: bool) -> dict:
+    copy = Path(tempfile.mkdtemp(prefix="tfc-bench-warm-")) / "tutorial"
+    shutil.copytree(ROOT / "examples" / "tutorial", copy)
+    program = copy / cases.TUTORIAL.name
+    project = ["--project", str(copy), "--command", f"python {cases.TUTORIAL.name}"]
+    cold_project = cases.project()
+    samples: dict[str, list[float]] = {"bare": [], "cold": [], "warm": []}
+    details: dict[str, list[dict]] = {"cold": [], "warm": [], "in_a_row": []}
+    try:
+        warmed = run_once(["--warm", *project], name=cases.PROJECT)  # Brought up: not a sample.
+        _check(warmed, "bringing the warm cluster up")
+        for round_number in range(runs):
+            samples["bare"].append(cases.time_tutorial())
+            cold = run_once(project, name=cases.PROJECT)
+            cold_project.down(check=True)
+            _check(cold, "the cold run")
+            samples["cold"].append(cold["seconds"])
+            details["cold"].append(_kept(cold))
+            with program.open("a") as file:  # The edit: the program's text changes, its training does not.
+                file.write(f"# edited for round {round_number}\n")
+            warm = run_once(["--warm", *project], name=cases.PROJECT)
+            _check(warm, "the warm run")
+            samples["warm"].append(warm["seconds"])
+            details["warm"].append(_kept(warm))
+        reference = details["cold"][-1]
+        for _ in range(in_a_row):
+            warm = run_once(["--warm", *project], name=cases.PROJECT)
+            details["in_a_row"].append(
+                {**_kept(warm), "as_cold": warm["passed"] and warm["weights"] == reference["weights"]}
+            )
+    finally:
+        subprocess.run([str(ROOT / "scripts" / "run"), "--warm-down"], cwd=ROOT, env=_named(), check=False)
+        cold_project.down()
+        shutil.rmtree(copy.parent, ignore_errors=True)
+    result = {"runs": runs, "samples": samples, "details": details}
+    if first_run:
+        result["first_run"] = fresh_first_run()
+    return result
+
+
+def fresh_first_run() -> dict:
+    """scripts/run from a fresh machine state: nothing of this project's left on the engine or on disk."""
+    subprocess.run(["docker", "system", "prune", "--all", "--force", "--volumes"], capture_output=True, check=True)
+    subprocess.run(["docker", "builder", "prune", "--all", "--force"], capture_output=True, check=True)
+    for wheel in [*(ROOT / "docker" / "wheels").glob("*.whl"), ROOT / "docker" / "wheels" / ".requirements.sha256"]:
+        wheel.unlink(missing_ok=True)
+    plugin = Path.home() / ".docker" / "cli-plugins" / "docker-compose"
+    plugin.unlink(missing_ok=True)
+    shutil.rmtree(ROOT / ".tfcluster", ignore_errors=True)
+    started = time.monotonic()
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "run")], cwd=ROOT, env=_named(), capture_output=True, text=True, timeout=900
+    )
+    seconds = time.monotonic() - started
+    cases.project().down()
+    steps = [match.group(1) for line in result.stderr.splitlines() if (match := _STEP.match(line.strip()))]
+    return {"seconds": seconds, "status": result.returncode, "steps": steps, "compose_removed": True}
+
+
+def _named() -> dict[str, str]:
+    return {**os.environ, "COMPOSE_PROJECT_NAME": cases.PROJECT}
+
+
+def _check(run: dict, what: str) -> None:
+    if not run["passed"]:
+        raise RuntimeError(f"{what} failed (exit {run['status']}): {run['verdict']}\n{run['output']}")
+
+
+def _kept(run: dict) -> dict:
+    return {key: value for key, value in run.items() if key != "output"}
+
+
+def table(result: dict) -> str:
+    bare = statistics.median(result["samples"]["bare"])
+    lines = [
+        f"One run of `scripts/benchmark --warm` ({result['runs']} rounds, alternating; medians).",
+        "",
+        "| side | median | ratio to bare | target | |",
+        "|---|---|---|---|---|",
+        f"| the tutorial as two bare processes | {bare:.2f} s | 1.00 | | |",
+    ]
+    for side, title in (("cold", "`scripts/run --project` (cold, image built)"), ("warm", "edit, then `--warm`")):
+        median = statistics.median(result["samples"][side])
+        ratio = median / bare
+        met = "met" if ratio <= TARGETS[side] else "not met"
+        pairs = ", ".join(f"{seconds:.2f}" for seconds in result["samples"][side])
+        lines.append(f"| {title} | {median:.2f} s ({pairs}) | {ratio:.2f} | at most {TARGETS[side]} | {met} |")
+    in_a_row = result["details"]["in_a_row"]
+    if in_a_row:
+        passed = sum(run["passed"] for run in in_a_row)
+        as_cold = sum(run["as_cold"] for run in in_a_row)
+        forked = sum(run["forked"] == 2 for run in in_a_row)
+        seconds = [run["seconds"] for run in in_a_row]
+        lines += [
+            "",
+            f"{len(in_a_row)} warm runs in a row: {passed} passed with the seed's figures, {as_cold} with the cold "
+            f"run's final weights hash for hash, {forked} forked on both workers; none hung (bound {RUN_BOUND} s); "
+            f"median {statistics.median(seconds):.2f} s, slowest {max(seconds):.2f} s.",
+        ]
+    first = result.get("first_run")
+    if first:
+        met = "met" if first["seconds"] <= FIRST_RUN_TARGET and first["status"] == 0 else "not met"
+        lines += [
+            "",
+            f"First run from a fresh machine state (no image, build cache, wheel or Compose plugin): "
+            f"{first['seconds']:.1f} s to the verdict, exit {first['status']} (target at most "
+            f"{FIRST_RUN_TARGET:.0f} s: {met}). scripts/setup's steps: {'; '.join(first['steps'])}.",
+        ]
+    return "\n".join(lines) + "\n"
