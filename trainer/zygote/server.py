@@ -1,10 +1,12 @@
 """The zygote's loop: one thread, one selector over its socket, its launchers' connections and its children.
 
 A single thread on purpose: a waiting thread per child would be a thread of ours at the next fork.
-Each child's end is an event (its pidfd becomes readable), as is a launcher's going away (its
+Each child's end is an event (SIGCHLD, through the wake-up descriptor), as is a launcher's going away (its
 connection reads end-of-file: the child is killed, a run without its launcher must not train on),
-and SIGTERM (the wake-up descriptor): it is passed to every live launcher, which stops its program
-as it would in a cold container, and the zygote ends once they have gone, within `STOP_WAIT`.
+and SIGTERM: it is passed to every live launcher, which stops its program as it would in a cold
+container, and the zygote ends once they have gone, within `STOP_WAIT`. As the container's PID 1
+it also reaps whatever the kernel hands it: a program's own children that outlived it would
+otherwise stay zombies, run after run, until the container's pids limit.
 """
 
 import contextlib
@@ -42,7 +44,6 @@ class Fork:
 class _Run:
     connection: socket.socket
     pid: int
-    pidfd: int
     launcher: int  # The launcher's pid (SO_PEERCRED), told of a SIGTERM.
 
 
@@ -89,6 +90,7 @@ class Zygote:
         signal.set_wakeup_fd(self._wake_write.fileno(), warn_on_full_buffer=False)
         signal.signal(signal.SIGTERM, lambda _signum, _frame: None)
         signal.signal(signal.SIGINT, lambda _signum, _frame: None)
+        signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
         self._selector.register(self._listener, selectors.EVENT_READ, self._accept)
         self._selector.register(self._wake_read, selectors.EVENT_READ, self._woken)
         self._say("ready")
@@ -104,6 +106,8 @@ class Zygote:
     def _woken(self, wake: socket.socket) -> None:
         with contextlib.suppress(BlockingIOError):
             signals = wake.recv(64)
+        if signal.SIGCHLD in signals:
+            self._reap()
         if signal.SIGTERM in signals or signal.SIGINT in signals:
             self._stopping = time.monotonic()
             self._say(f"stopping: {len(self._runs)} run(s) live")
@@ -151,9 +155,7 @@ class Zygote:
         pid = os.fork()
         if pid == 0:
             return self._become_child(connection, reader, request, command)
-        pidfd = os.pidfd_open(pid)
-        self._runs[pid] = _Run(connection, pid, pidfd, launcher)
-        self._selector.register(pidfd, selectors.EVENT_READ, lambda _fd, pid=pid: self._reap(pid))
+        self._runs[pid] = _Run(connection, pid, launcher)
         self._selector.register(connection, selectors.EVENT_READ, lambda _c, pid=pid: self._launcher_spoke(pid))
         protocol.send(connection, {"started": pid, "key": self._key})
         return None
@@ -163,9 +165,10 @@ class Zygote:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         os.setsid()
         own = [self._listener, connection, self._wake_read, self._wake_write, self._selector]
-        own += [item for run in self._runs.values() for item in (run.connection, run.pidfd)]
+        own += [run.connection for run in self._runs.values()]
         _put_in_place(reader, request["fds"], own)
         return Fork(command=command, environment=request["env"], cwd=request["cwd"])
 
@@ -175,17 +178,24 @@ class Zygote:
             protocol.send(connection, answer)
         connection.close()
 
-    def _reap(self, pid: int) -> None:
-        run = self._runs.pop(pid)
-        _pid, status, usage = os.wait4(pid, 0)
-        self._selector.unregister(run.pidfd)
-        with contextlib.suppress(KeyError):  # Unless its launcher went away first.
-            self._selector.unregister(run.connection)
-        os.close(run.pidfd)
-        usage_record = {"cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kib": usage.ru_maxrss}
-        with contextlib.suppress(OSError):
-            protocol.send(run.connection, {"exited": status, "rusage": usage_record})
-        run.connection.close()
+    def _reap(self) -> None:
+        """Every child that has ended: a run's is reported to its launcher, any other only reaped."""
+        while True:
+            try:
+                pid, status, usage = os.wait4(-1, os.WNOHANG)
+            except ChildProcessError:  # None left at all.
+                return
+            if pid == 0:
+                return
+            run = self._runs.pop(pid, None)
+            if run is None:
+                continue
+            with contextlib.suppress(KeyError):  # Unless its launcher went away first.
+                self._selector.unregister(run.connection)
+            usage_record = {"cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kib": usage.ru_maxrss}
+            with contextlib.suppress(OSError):
+                protocol.send(run.connection, {"exited": status, "rusage": usage_record})
+            run.connection.close()
 
     def _launcher_spoke(self, pid: int) -> None:
         """A launcher sends nothing after its request: anything readable is its connection's end."""

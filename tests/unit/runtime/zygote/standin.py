@@ -4,6 +4,7 @@
 and its key once at start-up, so that a test sees it restart.
 """
 
+import ctypes
 import os
 import sys
 
@@ -11,7 +12,12 @@ from trainer.contract import zygote as protocol
 from trainer.zygote import child, server, threads
 
 
+PR_SET_CHILD_SUBREAPER = 36
+
+
 def main() -> int:
+    # Orphans come to this process, as they come to a container's PID 1.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     listener = server.listening_socket(os.environ[protocol.SOCKET_VARIABLE])
     key = protocol.key_of(os.environ)
     print(f"zygote | started with key {sorted(key.items())}", flush=True)

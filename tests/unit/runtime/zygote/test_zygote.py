@@ -273,6 +273,23 @@ def test_a_warm_program_waits_at_the_start_gate_and_its_usage_is_the_zygotes_rep
     assert program.usage().peak_memory > 0
 
 
+def test_a_programs_child_that_outlives_it_is_reaped_not_left_a_zombie(zygote, tmp_path):
+    socket_path, start = zygote
+    start()
+    program = (
+        "import subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'], stdin=subprocess.PIPE)\n"
+        "print(child.pid, flush=True)\n"
+    )
+    process, _, output, _ = fork(socket_path, [sys.executable, "-c", program], cwd=tmp_path)
+    orphan = output.readline().strip()
+    assert process.wait() == 0  # Its child lives on (its stdin closes with the program: then it ends).
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{orphan}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # No event of another process's end reaches this one.
+    assert not Path(f"/proc/{orphan}").exists()  # Not even a zombie: the zygote reaped it.
+
+
 @pytest.mark.parametrize(
     ("argv", "parsed"),
     [
