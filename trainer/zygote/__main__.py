@@ -21,9 +21,6 @@ def say(message: str) -> None:
 def main() -> int:
     listener = server.listening_socket(os.environ.get(protocol.SOCKET_VARIABLE) or protocol.SOCKET)
     key = protocol.key_of(os.environ)
-    # Its own PYTHONPATH (the image's /app) is not a child's: each gets its run's.
-    own = {os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry}
-    base_path = [entry for entry in sys.path if entry not in own]
     started = time.monotonic()
     started_by, keras = _import_frameworks()
     threads.quiesce()
@@ -34,10 +31,12 @@ def main() -> int:
         f"({key_shown or 'no key variable set'}); "
         + (f"runs start cold: {unsafe}" if unsafe else "runs are forked from here")
     )
-    fork = server.Zygote(listener, key=key, unsafe=unsafe, base_path=base_path, say=say).serve()
+    # Its own PYTHONPATH (the image's /app) is not a child's: each gets its run's.
+    kept = child.Kept.now(os.environ.get("PYTHONPATH", ""))
+    fork = server.Zygote(listener, key=key, unsafe=unsafe, say=say).serve()
     if fork is None:
         return 0
-    child.end(child.run(fork.command, fork.environment, fork.cwd, base_path))
+    child.end(child.run(fork.command, fork.environment, fork.cwd, kept))
 
 
 def _import_frameworks() -> tuple[dict[str, int], str]:

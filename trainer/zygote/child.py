@@ -36,6 +36,34 @@ HONOURED = {
 
 
 @dataclass(frozen=True)
+class Kept:
+    """What a child keeps of its zygote's interpreter, found once in the zygote, before any fork.
+
+    `base_path`: sys.path without the zygote's own PYTHONPATH. `foreign`: the modules not of the
+    image's Python, to be forgotten. Finding them means a realpath for each of 2,800 modules:
+    3.4 s through this engine's fuse-overlayfs, too much for every run; a path that starts with
+    the standard library's or site-packages' own needs none.
+    """
+
+    base_path: tuple[str, ...]
+    foreign: frozenset[str]
+
+    @classmethod
+    def now(cls, pythonpath: str) -> "Kept":
+        own = {os.path.abspath(entry) for entry in pythonpath.split(os.pathsep) if entry}
+        names = ("stdlib", "platstdlib", "purelib", "platlib")
+        given = {sysconfig.get_paths()[name] + os.sep for name in names}
+        image = tuple(sorted(given | {os.path.realpath(path) + os.sep for path in given}))
+        foreign = set()
+        for name, module in list(sys.modules.items()):
+            origins = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
+            for origin in (origin for origin in origins if isinstance(origin, str)):
+                if not origin.startswith(image) and not os.path.realpath(origin).startswith(image):
+                    foreign.add(name)
+        return cls(tuple(entry for entry in sys.path if entry not in own), frozenset(foreign))
+
+
+@dataclass(frozen=True)
 class Command:
     kind: str  # "module", "code" or "script"
     target: str
@@ -63,10 +91,10 @@ def parse(argv: list[str]) -> Command | str:
     return Command("script", words[0], words[1:])
 
 
-def run(command: Command, environment: dict[str, str], cwd: str, base_path: list[str]) -> int:
+def run(command: Command, environment: dict[str, str], cwd: str, kept: Kept) -> int:
     """Runs the program in this process; returns its exit status as `python` would end with it."""
     try:
-        return become(command, environment, cwd, base_path)
+        return become(command, environment, cwd, kept)
     except SystemExit as exit:
         return _exit_status(exit.code)
     except KeyboardInterrupt:
@@ -92,13 +120,14 @@ def end(status: int) -> NoReturn:
     os._exit(status & 0xFF)
 
 
-def become(command: Command, environment: dict[str, str], cwd: str, base_path: list[str]) -> int:
+def become(command: Command, environment: dict[str, str], cwd: str, kept: Kept) -> int:
     """Makes this process the program and runs it; returns 0 if it ran to its end."""
     os.chdir(cwd)
     os.environ.clear()
     os.environ.update(environment)
-    _forget_modules_from_elsewhere()
-    sys.path[:] = [_first_path(command), *_pythonpath(environment), *base_path]
+    for name in kept.foreign:
+        sys.modules.pop(name, None)
+    sys.path[:] = [_first_path(command), *_pythonpath(environment), *kept.base_path]
     _install_start_up_hooks()
     if command.kind == "module":
         sys.argv = [command.target, *command.arguments]  # runpy puts the module's path in argv[0].
@@ -152,21 +181,6 @@ def _first_path(command: Command) -> str:
 
 def _pythonpath(environment: dict[str, str]) -> list[str]:
     return [os.path.abspath(entry) for entry in environment.get("PYTHONPATH", "").split(os.pathsep) if entry]
-
-
-def image_paths() -> tuple[str, ...]:
-    """The image's own Python: the standard library and site-packages, where a module is kept."""
-    names = ("stdlib", "platstdlib", "purelib", "platlib")
-    return tuple(sorted({os.path.realpath(sysconfig.get_paths()[name]) + os.sep for name in names}))
-
-
-def _forget_modules_from_elsewhere() -> None:
-    kept = image_paths()
-    for name, module in list(sys.modules.items()):
-        origins = [getattr(module, "__file__", None), *list(getattr(module, "__path__", None) or [])]
-        origins = [origin for origin in origins if isinstance(origin, str)]
-        if origins and not all(os.path.realpath(origin).startswith(kept) for origin in origins):
-            del sys.modules[name]
 
 
 def _install_start_up_hooks() -> None:

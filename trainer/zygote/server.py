@@ -70,13 +70,11 @@ class Zygote:
         *,
         key: dict[str, str],
         unsafe: str | None,
-        base_path: list[str],
         say: Callable[[str], None],
     ):
         self._listener = listener
         self._key = key
         self._unsafe = unsafe  # Why no run may be forked, if one may not.
-        self._base_path = base_path
         self._say = say
         self._selector = selectors.DefaultSelector()
         self._runs: dict[int, _Run] = {}  # By pid.

@@ -11,7 +11,6 @@ import sys
 from trainer.contract import zygote as protocol
 from trainer.zygote import child, server, threads
 
-
 PR_SET_CHILD_SUBREAPER = 36
 
 
@@ -21,17 +20,17 @@ def main() -> int:
     listener = server.listening_socket(os.environ[protocol.SOCKET_VARIABLE])
     key = protocol.key_of(os.environ)
     print(f"zygote | started with key {sorted(key.items())}", flush=True)
-    own = {os.path.abspath(entry) for entry in os.environ.get("PYTHONPATH", "").split(os.pathsep) if entry}
-    base_path = [entry for entry in sys.path[1:] if entry not in own]  # [0]: this file's folder.
+    sys.path.pop(0)  # This file's folder, which `python -P -m trainer.zygote` would not have.
     unsafe = os.environ.get("STANDIN_UNSAFE") or threads.unsafe_reason({})
 
     def say(message):
         print(f"zygote | {message}", flush=True)
 
-    fork = server.Zygote(listener, key=key, unsafe=unsafe, base_path=base_path, say=say).serve()
+    kept = child.Kept.now(os.environ.get("PYTHONPATH", ""))
+    fork = server.Zygote(listener, key=key, unsafe=unsafe, say=say).serve()
     if fork is None:
         return 0
-    child.end(child.run(fork.command, fork.environment, fork.cwd, base_path))
+    child.end(child.run(fork.command, fork.environment, fork.cwd, kept))
 
 
 if __name__ == "__main__":
