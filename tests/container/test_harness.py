@@ -139,7 +139,8 @@ def test_the_image_holds_nothing_training_never_opens(docker):
     site = "/opt/venv/lib/python3.11/site-packages"
     script = (
         f"for path in {site}/tensorflow/include {site}/clang {site}/pip {site}/setuptools {site}/wheel "
-        f"/opt/venv/bin/pip /usr/share/man/man1 /usr/share/locale/de; do test -e $path && echo present: $path; done; "
+        f"{site}/uv /opt/venv/bin/pip /opt/venv/bin/uv /usr/share/man/man1 /usr/share/locale/de; "
+        "do test -e $path && echo present: $path; done; "
         f"find {site} -type d -name tests | sed 's/^/present: /'; "
         f"test -s {site}/tensorflow/libtensorflow_cc.so.2 || echo missing: libtensorflow_cc"
     )

@@ -143,7 +143,7 @@ class Zygote:
             protocol.send(connection, {"restarting": "; ".join(differences)})
             connection.close()
             reader.close_fds()
-            self._restart(run_key)
+            _restart(self._listener, self._key, run_key)
         unsafe = threads.unsafe_reason({})  # A thread started since: none should have been.
         if unsafe:
             return self._refuse(connection, {"cold": unsafe})
@@ -207,16 +207,17 @@ class Zygote:
             self._selector.unregister(run.connection)
             _kill_group(pid)
 
-    def _restart(self, key: dict[str, str]) -> None:
-        """exec's this zygote again with the run's key, its socket kept, so no launcher finds it gone."""
-        # Its key from os.environ, as a launcher's own environment gives a run's: with what Python
-        # itself sets at start-up (LC_CTYPE, where the locale is C), which a run's has too.
-        environment = {name: value for name, value in os.environ.items() if name not in self._key}
-        environment |= key
-        self._listener.set_inheritable(True)
-        environment[protocol.LISTENING_FD_VARIABLE] = str(self._listener.fileno())
-        sys.stdout.flush()
-        os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environment)
+
+def _restart(listener: socket.socket, own_key: dict[str, str], key: dict[str, str]) -> None:
+    """exec's this zygote again with the run's key, its socket kept, so no launcher finds it gone."""
+    # Its key from os.environ, as a launcher's own environment gives a run's: with what Python
+    # itself sets at start-up (LC_CTYPE, where the locale is C), which a run's has too.
+    environment = {name: value for name, value in os.environ.items() if name not in own_key}
+    environment |= key
+    listener.set_inheritable(True)
+    environment[protocol.LISTENING_FD_VARIABLE] = str(listener.fileno())
+    sys.stdout.flush()
+    os.execve(sys.executable, [sys.executable, *sys.orig_argv[1:]], environment)
 
 
 def _put_in_place(reader: protocol.Reader, targets: list[int], own: list) -> None:

@@ -178,8 +178,9 @@ def table(result: dict) -> str:
         lines += [
             "",
             f"{len(in_a_row)} warm runs in a row: {passed} passed with the seed's figures, {as_cold} with the cold "
-            f"run's final weights hash for hash, {forked} forked on both workers by the zygotes already up; none hung (bound {RUN_BOUND} s); "
-            f"median {statistics.median(seconds):.2f} s, slowest {max(seconds):.2f} s.",
+            f"run's final weights hash for hash, {forked} forked on both workers by the zygotes already up; "
+            f"none hung (bound {RUN_BOUND} s); median {statistics.median(seconds):.2f} s, "
+            f"slowest {max(seconds):.2f} s.",
         ]
     first = result.get("first_run")
     if first:

@@ -89,7 +89,15 @@ def test_scripts_benchmark_accepts_every_option_of_the_benchmark_command(sandbox
     # Each known one is followed by a bad one, so that nothing ever gets past the check.
     text = sandbox.run("scripts/benchmark", "--help").stdout
     options = re.findall(r"^  (--[a-z-]+)( N)?", text, re.MULTILINE)
-    assert {option for option, _ in options} == {"--runs", "--network", "--observer", "--steps"}
+    assert {option for option, _ in options} == {
+        "--runs",
+        "--network",
+        "--observer",
+        "--steps",
+        "--warm",
+        "--in-a-row",
+        "--first-run",
+    }
     for option, takes_a_number in options:
         result = sandbox.run("scripts/benchmark", option, *(["2"] if takes_a_number else []), "--not-an-option")
         assert result.returncode == 2
