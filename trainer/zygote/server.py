@@ -29,6 +29,8 @@ from trainer.zygote import child, threads
 # How long the launchers of a stopping zygote have to end their runs (Compose's stop_grace_period
 # of a worker is 10 s by default; the launcher's own grace is 2 s).
 STOP_WAIT = 8.0
+# How long a connection may take to send its request once accepted.
+REQUEST_WAIT = 5.0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,6 +104,7 @@ class Zygote:
         return None
 
     def _woken(self, wake: socket.socket) -> None:
+        signals = b""
         with contextlib.suppress(BlockingIOError):
             signals = wake.recv(64)
         if signal.SIGCHLD in signals:
@@ -116,9 +119,12 @@ class Zygote:
     def _accept(self, listener: socket.socket) -> Fork | None:
         connection, _address = listener.accept()
         reader = protocol.Reader(connection)
+        # A launcher sends its request as it connects; anything else must not hold up the loop.
+        connection.settimeout(REQUEST_WAIT)
         try:
             request = reader.next()
-        except (OSError, ValueError):
+            connection.settimeout(None)
+        except (OSError, ValueError):  # A timeout is an OSError too.
             request = None
         if request is None or self._stopping is not None:
             reader.close_fds()

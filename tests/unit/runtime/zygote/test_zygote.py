@@ -6,6 +6,7 @@ programs; each test checks what a program sees and how its end is reported, as `
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,7 @@ from tests.conftest import ROOT
 from trainer.contract import zygote as protocol
 from trainer.launcher import forked
 from trainer.launcher.program import Program
-from trainer.zygote import child, threads
+from trainer.zygote import child, server, threads
 
 STANDIN = Path(__file__).with_name("standin.py")
 # What the zygote and every run share, so that their keys agree unless a test changes one.
@@ -231,6 +232,20 @@ def test_a_launcher_killed_takes_its_program_with_it_and_the_zygote_serves_on(zy
     assert not Path(f"/proc/{pid}").exists()  # Killed, and reaped by the zygote.
     again, _, output, _ = fork(socket_path, [sys.executable, "-c", "print('next run')"], cwd=tmp_path)
     assert again.wait() == 0 and output.read() == "next run\n"
+
+
+def test_a_connection_that_sends_nothing_holds_up_no_run(zygote, tmp_path):
+    socket_path, start = zygote
+    start()
+    stray = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stray.connect(socket_path)  # Never sends a request: the zygote gives up on it after a while.
+    try:
+        started = time.monotonic()
+        process, cold, output, _ = fork(socket_path, [sys.executable, "-c", "print('served')"], cwd=tmp_path)
+        assert cold is None and process.wait() == 0 and output.read() == "served\n"
+        assert time.monotonic() - started < server.REQUEST_WAIT + 5
+    finally:
+        stray.close()
 
 
 def test_a_killed_program_is_reported_killed_and_the_zygote_serves_on(zygote, tmp_path):
