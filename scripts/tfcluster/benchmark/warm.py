@@ -12,6 +12,7 @@ that editing it touches nothing of the checkout's):
   scripts/setup's own account of each step.
 """
 
+import hashlib
 import json
 import os
 import re
@@ -58,13 +59,20 @@ def run_once(arguments: list[str], *, name: str) -> dict:
         "status": result.returncode,
         "passed": result.returncode == 0 and cases.SEED_FIGURES in verdict,
         "verdict": verdict.split("| ", 1)[-1],
-        "weights": states.get("worker-0"),
+        # Worker 0's final state, each variable's name, kind and hash, as one digest (equal ones, equal weights).
+        "weights": weights_digest(states.get("worker-0")),
         "forked": result.stdout.count(FORKED),
         # The warm cluster brought up (again) by this run: then it is no warm sample.
         "brought_up": "bringing the warm cluster" in result.stderr,
         "program_seconds": max((float(seconds) for _, seconds in _USED.findall(result.stdout)), default=None),
         "output": result.stdout[-4000:] + result.stderr[-2000:],
     }
+
+
+def weights_digest(variables: list | None) -> str | None:
+    if variables is None:
+        return None
+    return hashlib.sha256(json.dumps(variables).encode()).hexdigest()[:16]
 
 
 def measure(runs: int, in_a_row: int, *, first_run: bool) -> dict:
