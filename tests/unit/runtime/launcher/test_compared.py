@@ -135,11 +135,14 @@ def test_workers_with_different_checkpoint_directories_stop_before_training(clus
 def test_workers_with_different_faults_agree_and_train(cluster):
     workers = [cluster(0), cluster(1, TFCLUSTER_FAULT_EXIT_AT_STEP="6", TFCLUSTER_FAULT_COMMIT_DELAY="2")]
     for worker in workers:
+        read = []  # Kept, so that a launcher that never started its program shows what it said instead.
         for line in worker.stdout:
+            read.append(line)
             if line.startswith("training"):
                 break
         else:
-            raise AssertionError(f"never started its program: {finish(worker)[1]}")
+            code, rest, _ = finish(worker)
+            raise AssertionError(f"never started its program (exit {code}): {''.join(read)}{rest}")
 
 
 def test_workers_asked_to_compare_different_commands_stop_before_training(cluster):
