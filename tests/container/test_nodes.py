@@ -155,9 +155,10 @@ def test_a_host_killed_mid_training_is_lost_and_its_peers_exit_5(hosts):
     assert bound and float(bound.group(1)) < 30, done.stdout
     status = nodes("status")
     assert re.search(r"node-3\s+10\.213\.0\.13\s+down\s+cut", status.stdout), status.stdout
-    # Dead with its containers: their cgroups are left (no engine cleaned them up), and empty.
+    # Dead with its containers: not one of their processes is left in the host's cgroups. Whether the
+    # containers' own cgroup folders are left too depends on whether a shim outlived the engine long
+    # enough to remove them (the fresh-clone CI run once found none left): not this test's to say.
     dead = node_hosts.node(3)
-    assert [group for group in node_hosts.cgroups(dead) if any(path.is_dir() for path in group.iterdir())]
     assert node_hosts.cgroup_processes(dead) == set()
     assert node_hosts.engine_pid(dead) is None
     # up brings the dead host back, and the cluster trains on all three again.
