@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfcluster import paths
-from tfcluster.cluster.compose import VERDICT_SERVICE, ComposeProject, exit_status
+from tfcluster.cluster.compose import BASE_FILE, VERDICT_SERVICE, ComposeProject, exit_status
 from trainer.contract import verdict as records
 from trainer.contract import zygote
 from trainer.contract.exitcodes import ExitCode
@@ -140,8 +140,9 @@ class WarmCluster:
 
     def down(self) -> int:
         """Takes the warm cluster down: its containers, network and volumes."""
-        project = ComposeProject(name=self.name, environment={"COMPOSE_FILE": "compose.yaml"}, cwd=self._root)
-        project.files = []
+        # compose.yaml names every service a warm cluster has; --remove-orphans takes the rest.
+        environment = {**self._environment, "COMPOSE_FILE": BASE_FILE, "COMPOSE_PROJECT_NAME": self.name}
+        project = ComposeProject.from_environment(environment, cwd=self._root)
         result = project.compose("down", "--volumes", "--remove-orphans", "--timeout", "5")
         if result.returncode != 0:
             say(f"`docker compose -p {self.name} down` failed: {result.stderr.strip()}")
@@ -149,13 +150,7 @@ class WarmCluster:
 
     def stop(self) -> None:
         """Stops every container of the warm cluster: each zygote passes SIGTERM to its run's launcher."""
-        subprocess.run(
-            ["docker", "compose", "-p", self.name, "stop", "--timeout", str(STOP_TIMEOUT)],
-            cwd=self._root,
-            env=self._compose_environment(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        self._compose().quietly("stop", "--timeout", str(STOP_TIMEOUT))
 
     @contextlib.contextmanager
     def _locked(self):
@@ -169,21 +164,15 @@ class WarmCluster:
                 fcntl.flock(lock, fcntl.LOCK_EX)
             yield
 
-    def _compose_environment(self, *, warm: bool = False) -> dict[str, str]:
+    def _compose(self, *, warm: bool = False) -> ComposeProject:
+        """The run's Compose files as the warm project, with the warm file or without."""
         files = [*self._files, *([self.warm_file] if warm else [])]
-        return {**self._environment, "COMPOSE_FILE": ":".join(files), "COMPOSE_PROJECT_NAME": self.name}
+        environment = {**self._environment, "COMPOSE_FILE": ":".join(files), "COMPOSE_PROJECT_NAME": self.name}
+        return ComposeProject.from_environment(environment, cwd=self._root)
 
     def _config(self) -> dict:
         """The run's Compose configuration, as Compose resolves it with the run's environment."""
-        result = subprocess.run(
-            ["docker", "compose", "config", "--format", "json"],
-            cwd=self._root,
-            env=self._compose_environment(),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return json.loads(result.stdout)
+        return json.loads(self._compose().compose("config", "--format", "json", check=True).stdout)
 
     def _stale(self, key: str) -> str | None:
         """Why the warm cluster must be brought up (again), or None if it is current."""
@@ -208,12 +197,8 @@ class WarmCluster:
         path = self._root / self.warm_file
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(render(keys, key), encoding="utf-8")
-        result = subprocess.run(
-            ["docker", "compose", "up", "--detach", "--remove-orphans", "--force-recreate"],
-            cwd=self._root,
-            env=self._compose_environment(warm=True),
-            capture_output=True,
-            text=True,
+        result = self._compose(warm=True).compose(
+            "up", "--detach", "--remove-orphans", "--force-recreate", timeout=None
         )
         if result.returncode != 0:
             say(f"the warm cluster did not come up:\n{result.stderr.strip()}")
