@@ -98,9 +98,13 @@ def action_step(inputs: dict[str, str]) -> tuple[str, dict[str, str]]:
     """action.yml's step as the runner would run it: its script, and its env with the inputs in."""
     action = yaml.safe_load((ROOT / "action.yml").read_text())
     given = {name: inputs.get(name, spec.get("default", "")) for name, spec in action["inputs"].items()}
-    step = action["runs"]["steps"][0]
+    step = next(step for step in action["runs"]["steps"] if step.get("id") == "run")
     expression = re.compile(r"^\$\{\{ inputs\.([a-z-]+) \}\}$")
-    return step["run"], {name: given[expression.match(value).group(1)] for name, value in step["env"].items()}
+    # The inputs; the project's name is the name step's, which is COMPOSE_PROJECT_NAME when the job
+    # sets one, as in_job does.
+    inputs_env = {name: value for name, value in step["env"].items() if expression.match(value)}
+    assert set(step["env"]) - set(inputs_env) == {"COMPOSE_PROJECT_NAME"}
+    return step["run"], {name: given[expression.match(value).group(1)] for name, value in inputs_env.items()}
 
 
 @pytest.mark.parametrize(("command", "status", "failed"), [("", ExitCode.OK, 0), ("python fails.py", 7, 2)])

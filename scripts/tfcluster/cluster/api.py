@@ -14,18 +14,21 @@ same plan, the same steps. Every bad value is a `Refusal` (tfcluster/errors.py),
 import os
 import re
 import signal
-import threading
+import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import NoReturn
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
-from tfcluster.cluster import dryrun, scaling, slowdown
+from tfcluster import paths
+from tfcluster.ci import junit
+from tfcluster.cluster import cancel, composefiles, dryrun, runs, scaling, slowdown
 from tfcluster.cluster.compose import ComposeProject
 from tfcluster.cluster.plan import BASE_FILE, Plan, check_network, check_tag, check_warm, junit_path, trainer_script_of
-from tfcluster.cluster.steps import DOWN, Execution
+from tfcluster.cluster.steps import CANCEL_STOP, DOWN, Execution
 from tfcluster.cluster.warm import WarmCluster
 from tfcluster.errors import Refusal
 from tfcluster.project import options
+from trainer.contract.exitcodes import ExitCode
 
 # Compose's rule for a project name (`docker compose -p`).
 PROJECT_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -103,7 +106,8 @@ class Cluster:
     bake: bool = False
     tag: str | None = None
     junit: str | None = None
-    # The Compose project to run as (default: COMPOSE_PROJECT_NAME, else compose.yaml's, tfcluster).
+    # The Compose project to run as, taken or refused (default: COMPOSE_PROJECT_NAME, else
+    # compose.yaml's, tfcluster; NAME-2, NAME-3... while another run holds it).
     name: str | None = None
     # On the warm cluster (scripts/run --warm): its workers stay up, and every run is forked.
     warm: bool = False
@@ -123,6 +127,7 @@ class Cluster:
             raise Refusal(str(error)) from None
         project = self._project()
         junit = junit_path(self.junit)
+        name, name_given = self._project_name()
         return Plan(
             self.workers,
             self.recover,
@@ -133,9 +138,25 @@ class Cluster:
             self.dev,
             junit,
             collects=collects,
-            name=self.name,
+            name=name,
+            name_given=name_given,
             warm=self.warm,
         )
+
+    def _project_name(self) -> tuple[str, bool]:
+        """The Compose project's name, and whether it was asked for (`name`, --name) rather than
+        the default: COMPOSE_PROJECT_NAME (the environment's, else .env's), else compose.yaml's,
+        as Compose itself chooses, which a run passes over while another run holds it."""
+        if self.name is not None:
+            return self.name, True
+        variables = {**composefiles.dotenv(paths.ROOT / ".env"), **self.environ}
+        texts = {BASE_FILE: (paths.ROOT / BASE_FILE).read_text(encoding="utf-8")}
+        name, source = composefiles.project_name(texts, variables)
+        if source == "COMPOSE_PROJECT_NAME" and not PROJECT_NAME.fullmatch(name):
+            raise Refusal(
+                f"COMPOSE_PROJECT_NAME={name!r}: a Compose project name is lower-case letters, digits, - and _"
+            )
+        return name, False
 
     def _check_types(self) -> None:
         """What argparse checks on the command line, for values given in Python; raises Refusal."""
@@ -204,34 +225,68 @@ class Cluster:
 
 
 def execute(plan: Plan, environ: Mapping[str, str]) -> Run:
-    """Runs the plan's steps in order, until one ends the run; the verdict is read back whatever
-    the end (a step marked `always`)."""
+    """Claims the run's own Compose project and folder (tfcluster/cluster/runs.py), then runs the
+    plan's steps in order, until one ends the run; the verdict is read back whatever the end (a
+    step marked `always`)."""
+    try:
+        claimed = runs.claim(paths.ROOT, plan.name, given=plan.name_given)
+    except Refusal as refusal:
+        say(str(refusal))
+        if plan.junit:
+            junit.write_failure(Path(plan.junit), ExitCode.CONFIG_ERROR, str(refusal))
+        return Run(ExitCode.CONFIG_ERROR, False, None)
+    try:
+        if claimed.slot != plan.name and not plan.warm:
+            say(
+                f"another run is using the Compose project {plan.name}: this one is {claimed.slot} "
+                f"(docker compose -p {claimed.slot} ...)"
+            )
+        # A warm run's containers are the warm cluster's, whatever its files' folder.
+        plan = replace(plan, slot=claimed.slot, **({} if plan.warm else {"name": claimed.slot}))
+        return _execute(plan, environ)
+    finally:
+        claimed.release()
+
+
+def _execute(plan: Plan, environ: Mapping[str, str]) -> Run:
     execution = Execution(plan, {**environ, **plan.environment()})
     steps = plan.steps
-    # Whatever the end, a CI report must fail whenever the run does: a cancelled CI job's SIGTERM
-    # ends the run as Ctrl-C does, and the report is written on the way out.
-    # Only the main thread may set a handler: a run from another thread leaves SIGTERM as it is.
-    handles = plan.junit and threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _terminated) if handles else None
+    # Whatever the end, a CI report must fail whenever the run does, and a signal (Ctrl-C, a
+    # cancelled CI job's SIGTERM) stops the cluster: tfcluster/cluster/cancel.py.
+    cancelled = None
     try:
-        for step in (step for step in steps if not getattr(step, "always", False)):
-            status = step.run(execution)
-            if status is not None:
-                execution.status = status
-                break
-    except KeyboardInterrupt:
-        execution.status = 128 + signal.SIGINT
-        raise
+        with cancel.raising():
+            for step in (step for step in steps if not getattr(step, "always", False)):
+                status = step.run(execution)
+                if status is not None:
+                    execution.status = status
+                    break
+    except cancel.Cancelled as signalled:
+        cancelled = signalled
+        execution.status = signalled.status
+    except KeyboardInterrupt:  # SIGINT where no handler of the run's was set (another thread's, say).
+        cancelled = cancel.Cancelled(signal.SIGINT)
+        execution.status = cancelled.status
     except SystemExit as exit:
         execution.status = exit.code if isinstance(exit.code, int) else 1
         raise
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
-        for step in (step for step in steps if getattr(step, "always", False)):
-            step.run(execution)
+        with cancel.shielded():
+            if cancelled is not None:
+                say(f"received {cancelled.name}: stopping the cluster")
+                if execution.ran and not plan.warm:
+                    execution.quiet(*CANCEL_STOP)
+            for step in (step for step in steps if getattr(step, "always", False)):
+                step.run(execution)
+            if cancelled is not None and execution.ran and not plan.warm:
+                execution.quiet(*DOWN)
+    if cancelled is not None:
+        # As the signal itself would have ended the process: Python's own 130 for Ctrl-C.
+        if cancelled.signal_number == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise cancelled
     return Run(execution.exit_status, execution.ran, execution.verdict, execution.logs)
 
 
-def _terminated(_signum, _frame) -> NoReturn:
-    raise SystemExit(128 + signal.SIGTERM)
+def say(line: str) -> None:
+    print(f"run: {line}", file=sys.stderr, flush=True)

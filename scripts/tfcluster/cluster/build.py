@@ -10,7 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tfcluster.cluster import composefiles
+from tfcluster.cluster import cancel, composefiles
 from tfcluster.cluster.compose import exit_status
 from tfcluster.project import baking
 from tfcluster.project.options import Project
@@ -52,23 +52,35 @@ def bake(project: Project, environment: dict[str, str], root: Path) -> tuple[str
     # The legacy builder's notice that it is deprecated goes to stderr on every build: kept aside,
     # and shown only with the error of a build that failed.
     with tempfile.TemporaryFile() as errors:
+        # A group of its own, as every child of a run that does its work (tfcluster/cluster/cancel.py).
         build = subprocess.Popen(
-            command, cwd=root, env=environment, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=errors
+            command,
+            cwd=root,
+            env=environment,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            process_group=0,
         )
         try:
-            baking.write_context(project.bake, dockerfile, build.stdin)
-        except BrokenPipeError:
-            pass  # Docker stopped reading: its status and message say why.
-        except OSError as error:
-            # A file of the project that could not be read after all (gone or changed since the check).
-            build.kill()
-            build.wait()
-            print(f"run: --bake: {error.filename or project.directory}: {error.strerror or error}", file=sys.stderr)
-            return None, ExitCode.CONFIG_ERROR
-        finally:
-            with contextlib.suppress(BrokenPipeError):
-                build.stdin.close()
-        status = build.wait()
+            try:
+                baking.write_context(project.bake, dockerfile, build.stdin)
+            except BrokenPipeError:
+                pass  # Docker stopped reading: its status and message say why.
+            except OSError as error:
+                # A file of the project that could not be read after all (gone or changed since the check).
+                build.kill()
+                build.wait()
+                print(f"run: --bake: {error.filename or project.directory}: {error.strerror or error}", file=sys.stderr)
+                return None, ExitCode.CONFIG_ERROR
+            finally:
+                with contextlib.suppress(BrokenPipeError):
+                    build.stdin.close()
+            status = build.wait()
+        except BaseException:  # Cancelled: the build goes with the run.
+            with cancel.shielded():
+                cancel.stop(build, cancel.GRACE)
+            raise
         if status != 0:
             errors.seek(0)
             sys.stderr.write(errors.read().decode(errors="replace"))

@@ -19,6 +19,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
+from tfcluster.cluster import cancel
 from tfcluster.paths import ROOT
 
 BASE_FILE = "compose.yaml"
@@ -73,19 +74,26 @@ class ComposeProject:
             command += ["-f", file]
         return [*command, *arguments]
 
-    def quietly(self, *arguments: str) -> subprocess.CompletedProcess:
-        """Runs `docker compose ARGUMENTS` with its output left aside (a run's `down` and `stop`)."""
-        return subprocess.run(
-            self.command(*arguments),
-            cwd=self.cwd,
-            env=self.environment,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+    def quietly(self, *arguments: str, timeout: float = DEFAULT_TIMEOUT) -> subprocess.CompletedProcess:
+        """Runs `docker compose ARGUMENTS` with its output left aside (a run's `down` and `stop`);
+        one that outlasts `timeout` is killed and given status 124, as timeout(1) gives it."""
+        try:
+            return subprocess.run(
+                self.command(*arguments),
+                cwd=self.cwd,
+                env=self.environment,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(self.command(*arguments), 124)
 
     def attached(self, *arguments: str) -> subprocess.CompletedProcess:
-        """Runs `docker compose ARGUMENTS` with its output the user's (a run's `up`)."""
-        return subprocess.run(self.command(*arguments), cwd=self.cwd, env=self.environment)
+        """Runs `docker compose ARGUMENTS` with its output the user's (a run's `up`), in a process
+        group of its own: a signal to the run reaches Compose as one SIGTERM, on which it stops
+        its containers (tfcluster/cluster/cancel.py)."""
+        return cancel.run(self.command(*arguments), cwd=self.cwd, env=self.environment)
 
     def compose(
         self, *arguments: str, timeout: float | None = DEFAULT_TIMEOUT, check: bool = False

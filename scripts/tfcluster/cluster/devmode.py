@@ -11,8 +11,8 @@ CI and for what is committed: without --dev the code is the image's. Host only, 
 import json
 from pathlib import Path
 
-# Written by scripts/run (git ignores .tfcluster/), read by Compose through COMPOSE_FILE.
-DEV_FILE = ".tfcluster/compose.dev.yaml"
+# Written by scripts/run into the run's folder (tfcluster/cluster/runs.py), read by Compose through COMPOSE_FILE.
+DEV_FILE = "compose.dev.yaml"
 # Where the image holds the harness's code (docker/Dockerfile: `COPY trainer/ /app/trainer/`).
 TARGET = "/app/trainer"
 

@@ -13,7 +13,6 @@ from tfcluster.cluster.plan import (
     BASE_FILE,
     DATA_FILE,
     ENV_FILE,
-    GENERATED,
     NETWORK_FILE,
     OWN_TRAINER_FILE,
     PROJECT_FILE,
@@ -30,12 +29,17 @@ def describe(plan: Plan, environ) -> str:
     """What the run would do, as text; reads the Compose files and .env, and calls nothing."""
     environment = steps.dry_environment(plan)
     variables = steps.dry_variables(plan, environ)
-    # The files the run would write are not there yet (or are an earlier run's).
-    texts = {name: _read(name) for name in plan.files if name not in GENERATED}
+    # The Compose files the run would write are not there yet (or are an earlier run's).
+    generated = [plan.generated(file) for file in (WORKERS_FILE, slowdown.SLOW_FILE, devmode.DEV_FILE)]
+    texts = {name: _read(name) for name in plan.files if name not in generated}
     override = plan.override()
+    workers_file = plan.generated(WORKERS_FILE)
     if override is not None:
-        texts[WORKERS_FILE] = override
-    project, project_source = composefiles.project_name(texts, variables)
+        texts[workers_file] = override
+    if plan.name_given:
+        project_source = "--name"
+    else:
+        project_source = f"COMPOSE_PROJECT_NAME, else compose.yaml's; {plan.name}-2, -3... while another run holds it"
     image = composefiles.interpolate(composefiles.first_image(texts[BASE_FILE]), variables)
     shaper_image = composefiles.interpolate(
         composefiles.first_image((paths.ROOT / NETWORK_FILE).read_text(encoding="utf-8")), variables
@@ -47,7 +51,7 @@ def describe(plan: Plan, environ) -> str:
         "started.",
         "",
         f"compose files  {':'.join(plan.files)} (COMPOSE_FILE)",
-        f"project        {project} ({project_source})",
+        f"project        {plan.name} ({project_source}), its files in {plan.folder}/",
         f"set-up         {shlex.join([SETUP, *plan.setup_options()])}: Compose v2 if missing, the base image, "
         f"{wheelhouses}, then",
         f"               a build of {image} (worker-0)"
@@ -56,9 +60,9 @@ def describe(plan: Plan, environ) -> str:
     ]
     rendering = shlex.join(["scripts/workers.py", str(plan.worker_count), *plan.workers_options()])
     if plan.renders_workers:
-        lines.append(f"rendered       {WORKERS_FILE}, by {rendering}")
+        lines.append(f"rendered       {workers_file}, by {rendering}")
     if plan.trainer_script:
-        where = WORKERS_FILE if plan.renders_workers else OWN_TRAINER_FILE
+        where = workers_file if plan.renders_workers else OWN_TRAINER_FILE
         lines.append(f"trainer        {plan.trainer_script}, read-only at /user/train.py on every worker ({where})")
     elif plan.project:
         lines += describe_project(plan, environ, image)
@@ -118,13 +122,13 @@ def _model_lines(plan: Plan, environment: dict[str, str], override: str | None, 
     lines = []
     lines += ["", "The whole model Compose would run (this calls Docker, but builds and starts nothing):"]
     if override is not None:
-        lines.append(f"  python3 {rendering} --output {WORKERS_FILE}")
+        lines.append(f"  python3 {rendering} --output {plan.generated(WORKERS_FILE)}")
     assignments = " ".join(f"{key}={shlex.quote(value)}" for key, value in environment.items())
     lines.append(f"  {assignments} docker compose config")
     if plan.project:
-        lines.append(f"  (which reads {ENV_FILE} as the last run wrote it, if any)")
+        lines.append(f"  (which reads {plan.generated(ENV_FILE)} as the last run wrote it, if any)")
     if plan.slowed:
-        lines.append(f"  (once a run has written {slowdown.SLOW_FILE})")
+        lines.append(f"  (once a run has written {plan.generated(slowdown.SLOW_FILE)})")
     return lines
 
 
@@ -133,14 +137,16 @@ def describe_slowed(plan: Plan, cpus: str) -> list[str]:
     if not plan.slowed:
         return [f"cpus           every worker: {cpus} (TF_WORKER_CPUS); --slow NAME=CPUS limits one"]
     limits = ", ".join(f"{name}: {slowdown.cpus_text(limit)}" for name, limit in plan.slowed.items())
-    return [f"cpus           {limits} (--slow, {slowdown.SLOW_FILE}); every other worker: {cpus} (TF_WORKER_CPUS)"]
+    written = plan.generated(slowdown.SLOW_FILE)
+    return [f"cpus           {limits} (--slow, {written}); every other worker: {cpus} (TF_WORKER_CPUS)"]
 
 
 def describe_project(plan: Plan, environ, base: str) -> list[str]:
     """The dry run's lines on your project: command, folders, variables, requirements and images."""
     project = plan.project
-    where = WORKERS_FILE if plan.renders_workers else BAKED_FILE if plan.bakes else PROJECT_FILE
-    mounts = WORKERS_FILE if plan.renders_workers else DATA_FILE
+    workers_file = plan.generated(WORKERS_FILE)
+    where = workers_file if plan.renders_workers else BAKED_FILE if plan.bakes else PROJECT_FILE
+    mounts = workers_file if plan.renders_workers else DATA_FILE
     lines = [f"trainer        your command, in /project on every worker: {shlex.join(project.command)} ({where})"]
     if project.bake is None:
         lines.append(f"your project   {project.directory}, read-only at /project (TFCLUSTER_PROJECT_DIR=/project)")
@@ -159,11 +165,11 @@ def describe_project(plan: Plan, environ, base: str) -> list[str]:
         lines.append(f"your variables {assignments[0]}")
         lines += [f"               {assignment}" for assignment in assignments[1:]]
         lines.append(
-            f"               through {ENV_FILE} (env_file), with "
+            f"               through {plan.generated(ENV_FILE)} (env_file), with "
             f"{layout.USER_ENVIRONMENT_LIST}={','.join(sorted(project.variables))}"
         )
     else:
-        lines.append(f"your variables none (--env, --env-file); {ENV_FILE} is written with none")
+        lines.append(f"your variables none (--env, --env-file); {plan.generated(ENV_FILE)} is written with none")
     if project.requirements:
         image = project.image or environ.get("TFCLUSTER_IMAGE")
         source = "its name, from requirements" if project.image else "yours"
@@ -210,6 +216,8 @@ def arguments_of(plan: Plan) -> list[str]:
         arguments.append("--dev")
     if plan.junit:
         arguments += ["--junit", plan.junit]
+    if plan.name_given:
+        arguments += ["--name", plan.name]
     if plan.project:
         arguments += plan.project.arguments
     return [*arguments, "--dry-run"]
@@ -224,7 +232,7 @@ def worker_settings(plan: Plan, texts: dict[str, str], variables: dict[str, str]
     declarations = composefiles.anchored_block(texts[BASE_FILE], "cluster") + composefiles.anchored_block(
         texts[BASE_FILE], "worker-environment"
     )
-    declarations += texts.get(WORKERS_FILE, "")
+    declarations += texts.get(plan.generated(WORKERS_FILE), "")
     shown_apart = {"TF_TASK_INDEX", "TF_WORKER_HOSTS"}
     settings = {
         key: composefiles.interpolate(composefiles.unquote(value), variables)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tfcluster import paths
-from tfcluster.cluster import devmode, scaling, slowdown, steps
+from tfcluster.cluster import devmode, runs, scaling, slowdown, steps
 from tfcluster.cluster.compose import BASE_FILE
 from tfcluster.errors import Refusal
 from tfcluster.project import envfiles
@@ -23,13 +23,14 @@ OWN_TRAINER_FILE = "compose.byo.yaml"
 PROJECT_FILE = "compose.project.yaml"
 BAKED_FILE = "compose.baked.yaml"
 DATA_FILE = "compose.data.yaml"
+# Rendered for --workers N into the run's folder (tfcluster/cluster/runs.py); scripts/workers.py
+# writes it at the root for `docker compose` by hand.
 WORKERS_FILE = "compose.workers.yaml"
 RECOVERY_FILE = "compose.recovery.yaml"
 NETWORK_FILE = "compose.network.yaml"
-# Your program's environment, written for compose.project.yaml's env_file (git ignores it).
-ENV_FILE = ".tfcluster/env"
-# The files a run writes itself: not there before it runs (or an earlier run's).
-GENERATED = (WORKERS_FILE, slowdown.SLOW_FILE, devmode.DEV_FILE)
+# Your program's environment, written for compose.project.yaml's env_file, in the run's folder
+# (git ignores .tfcluster/).
+ENV_FILE = "env"
 
 
 @dataclass(frozen=True)
@@ -50,10 +51,24 @@ class Plan:
     junit: str | None = None
     # Whether the run reads the verdict back as data once it has ended (the Python API's Run does).
     collects: bool = False
-    # The Compose project to run as (default: COMPOSE_PROJECT_NAME, or compose.yaml's name).
-    name: str | None = None
+    # The Compose project to run as: the one asked for (--name), or the default (COMPOSE_PROJECT_NAME,
+    # else compose.yaml's name), which a run that finds it taken by another passes over for the
+    # next free slot (tfcluster/cluster/runs.py).
+    name: str = "tfcluster"
+    name_given: bool = False
+    # The run's folder of generated files, .tfcluster/runs/SLOT (the project's name, for a cold run).
+    slot: str | None = None
     # --warm: on the warm cluster, brought up first if need be (tfcluster/cluster/warm.py).
     warm: bool = False
+
+    @property
+    def folder(self) -> str:
+        """The run's own folder of generated files, from the root (tfcluster/cluster/runs.py)."""
+        return runs.folder_of(self.slot or self.name)
+
+    def generated(self, file: str) -> str:
+        """A file the run writes, by its name in the run's folder, from the root."""
+        return f"{self.folder}/{file}"
 
     @property
     def names(self) -> list[str]:
@@ -104,7 +119,7 @@ class Plan:
         # a service of another override); with compose.yaml's two, compose.byo.yaml or
         # compose.project.yaml, or compose.baked.yaml (and compose.data.yaml) do.
         if self.renders_workers:
-            files = [BASE_FILE, WORKERS_FILE]
+            files = [BASE_FILE, self.generated(WORKERS_FILE)]
         elif self.trainer_script:
             files = [BASE_FILE, OWN_TRAINER_FILE]
         elif self.project:
@@ -115,9 +130,9 @@ class Plan:
         optional = [
             (RECOVERY_FILE, self.recover),
             (NETWORK_FILE, self.profile),
-            (devmode.DEV_FILE, self.dev),
+            (self.generated(devmode.DEV_FILE), self.dev),
             # Last, so that its limits win over every file before it.
-            (slowdown.SLOW_FILE, self.slowed),
+            (self.generated(slowdown.SLOW_FILE), self.slowed),
         ]
         return files + [name for name, wanted in optional if wanted]
 
@@ -137,21 +152,20 @@ class Plan:
     def written(self) -> dict[str, str | None]:
         """The files a run writes before its set-up, by path from the root, and their text."""
         return {
-            WORKERS_FILE: self.override(),
-            ENV_FILE: envfiles.env_file_text(self.project.variables) if self.project else None,
-            slowdown.SLOW_FILE: slowdown.render(self.slowed) if self.slowed else None,
-            devmode.DEV_FILE: devmode.render(devmode.services(self.names, self.recover), paths.ROOT)
+            self.generated(WORKERS_FILE): self.override(),
+            self.generated(ENV_FILE): envfiles.env_file_text(self.project.variables) if self.project else None,
+            self.generated(slowdown.SLOW_FILE): slowdown.render(self.slowed) if self.slowed else None,
+            self.generated(devmode.DEV_FILE): devmode.render(devmode.services(self.names, self.recover), paths.ROOT)
             if self.dev
             else None,
         }
 
-    def _dev_services(self) -> list[str]:
-        return devmode.services(self.names, self.recover)
-
     def setup_options(self) -> list[str]:
         """scripts/setup builds the network shaper's image only for a run with a network profile, and
         in development mode does not rebuild the trainer image for its code alone."""
-        return [*(["--shaper"] if self.profile else []), *(["--dev"] if self.dev else [])]
+        options = [*(["--shaper"] if self.profile else []), *(["--dev"] if self.dev else [])]
+        # The id of the image it found current, which the run then gives Compose (tfcluster/cluster/steps.py).
+        return [*options, "--image-id-file", self.generated(steps.IMAGE_ID_FILE)]
 
     def environment(self, baked_image: str | None = None) -> dict[str, str]:
         """What the set-up and Compose get on top of the user's environment.
@@ -160,19 +174,18 @@ class Plan:
         --tag gave it).
         """
         # Set in every case, so that a COMPOSE_FILE exported for an earlier cluster is not what runs.
-        environment = {"COMPOSE_FILE": ":".join(self.files)}
-        if self.name:
-            environment["COMPOSE_PROJECT_NAME"] = self.name
+        # And the project's name, so that no other run's is what Compose is given.
+        environment = {"COMPOSE_FILE": ":".join(self.files), "COMPOSE_PROJECT_NAME": self.name}
         if self.trainer_script:
             environment["TRAINER_SCRIPT"] = self.trainer_script
         if self.project:
-            environment |= _project_environment(self.project, baked_image)
+            environment |= _project_environment(self.project, baked_image, paths.ROOT / self.generated(ENV_FILE))
         if self.profile:
             environment["TF_NETWORK_PROFILE"] = self.profile
         return environment
 
 
-def _project_environment(project: Project, baked_image: str | None) -> dict[str, str]:
+def _project_environment(project: Project, baked_image: str | None, env_file: os.PathLike) -> dict[str, str]:
     environment = {}
     if project.bake is not None:
         # No TFCLUSTER_PROJECT: nothing is mounted, so no host folder is named at all. The
@@ -183,7 +196,7 @@ def _project_environment(project: Project, baked_image: str | None) -> dict[str,
         environment["TFCLUSTER_PROJECT"] = project.directory
     # Compose splits it again, as a shell would; joined by shlex, every word survives that.
     environment["TFCLUSTER_COMMAND"] = shlex.join(project.command)
-    environment["TFCLUSTER_ENV_FILE"] = str(paths.ROOT / ENV_FILE)
+    environment["TFCLUSTER_ENV_FILE"] = str(env_file)
     if project.data:
         environment["TFCLUSTER_DATA"] = project.data
     if project.requirements:

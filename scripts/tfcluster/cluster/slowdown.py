@@ -15,8 +15,8 @@ from collections.abc import Mapping
 
 from tfcluster.errors import VALUE_CUTOFF, suggestion
 
-# Written by scripts/run (git ignores .tfcluster/), read by Compose through COMPOSE_FILE.
-SLOW_FILE = ".tfcluster/compose.slow.yaml"
+# Written by scripts/run into the run's folder (tfcluster/cluster/runs.py), read by Compose through COMPOSE_FILE.
+SLOW_FILE = "compose.slow.yaml"
 # Docker refuses a smaller `cpus` ("Range of CPUs is from 0.01 to N").
 LEAST_CPUS = 0.01
 # A decimal number as written by hand: digits, with a fraction or not. No sign, exponent, `inf`

@@ -7,23 +7,22 @@ what the run does (the bind-mount check, for one). A step that ends the run retu
 status; one that goes on returns None.
 """
 
-import contextlib
 import os
 import shlex
-import signal
 import subprocess
 import sys
-import threading
 from dataclasses import dataclass, field
 
 from tfcluster import paths
 from tfcluster.ci import hostpaths
-from tfcluster.cluster import build, composefiles, verdict, warm
+from tfcluster.cluster import build, cancel, composefiles, verdict, warm
 from tfcluster.cluster.compose import ComposeProject, exit_status
 from tfcluster.project.layout import DEFAULT_IMAGE
 from trainer.contract.exitcodes import ExitCode
 
 SETUP = "scripts/setup"
+# scripts/setup --image-id-file's, in the run's folder (tfcluster/cluster/runs.py).
+IMAGE_ID_FILE = "image"
 # The Compose commands of a run, in order. `down` first: an earlier run's containers (their logs)
 # and volumes would otherwise be reused, volumes with the options they were created with.
 DOWN = ("down", "--volumes", "--remove-orphans", "--timeout", "1")
@@ -32,6 +31,9 @@ DOWN = ("down", "--volumes", "--remove-orphans", "--timeout", "1")
 UP = ("up", "--remove-orphans", "--attach-dependencies", "--exit-code-from", "verifier", "verifier")
 # A worker can outlive the verdict (for example one still waiting for a peer that failed).
 STOP = ("stop", "--timeout", "5")
+# A cancelled run's: the containers Compose did not stop (it was not running, or was killed), with
+# the workers' own stop_grace_period, before `down` (tfcluster/cluster/cancel.py).
+CANCEL_STOP = ("stop",)
 
 
 @dataclass
@@ -41,6 +43,8 @@ class Execution:
     plan: object
     environment: dict[str, str]
     baked_image: str | None = None
+    # The trainer image's id, as the set-up found it current: what Compose is given to run.
+    image_id: str | None = None
     # Whether the cluster was brought up (its workers' logs are this run's, not an earlier one's).
     ran: bool = False
     status: int | None = None
@@ -65,6 +69,12 @@ class Execution:
 
     def quiet(self, *arguments: str) -> subprocess.CompletedProcess:
         return self.compose().quietly(*arguments)
+
+    def pin_image(self) -> None:
+        """The trainer image by its id: another checkout's build of the same name after the set-up
+        is not what runs."""
+        if self.image_id:
+            self.environment["TFCLUSTER_IMAGE"] = self.image_id
 
 
 def say(line: str) -> None:
@@ -109,8 +119,13 @@ class SetUp:
 
     def run(self, execution: Execution) -> int | None:
         command = [str(execution.root / SETUP), *self.options]
-        setup = subprocess.run(command, cwd=execution.root, env=execution.environment)
-        return exit_status(setup.returncode) if setup.returncode != 0 else None
+        setup = cancel.run(command, cwd=execution.root, env=execution.environment)
+        if setup.returncode != 0:
+            return exit_status(setup.returncode)
+        recorded = execution.root / execution.plan.generated(IMAGE_ID_FILE)
+        execution.image_id = recorded.read_text(encoding="utf-8").strip() if recorded.is_file() else None
+        execution.pin_image()
+        return None
 
 
 @dataclass(frozen=True)
@@ -129,6 +144,7 @@ class Bake:
             return status
         execution.baked_image = baked_image
         execution.environment.update(execution.plan.environment(baked_image))
+        execution.pin_image()
         return None
 
 
@@ -192,8 +208,7 @@ class Up:
 
     def run(self, execution: Execution) -> int | None:
         execution.ran = True
-        with interrupts_left_to_compose():
-            verdict = execution.compose().attached(*UP)
+        verdict = execution.compose().attached(*UP)
         execution.status = exit_status(verdict.returncode)
         return None
 
@@ -242,21 +257,6 @@ class ReadVerdict:
     def run(self, execution: Execution) -> int | None:
         verdict.read_back(execution, self.junit)
         return None
-
-
-@contextlib.contextmanager
-def interrupts_left_to_compose():
-    """Ctrl-C reaches Compose as well (one process group): it stops the containers and exits, and
-    the run then stops what is left and reports the status."""
-    if threading.current_thread() is not threading.main_thread():
-        yield  # Only the main thread gets signals, and may set their handlers.
-        return
-    # A handler, not SIG_IGN, which Compose would inherit; a handler is reset in the child by exec.
-    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: None)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def dry_environment(plan) -> dict[str, str]:

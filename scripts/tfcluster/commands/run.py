@@ -63,7 +63,8 @@ environment:
   TFCLUSTER_IMAGE       the image to build and run (default: tfcluster:latest, or with your
                         project's requirements {layout.IMAGE_REPOSITORY}:HASH)
   TRAIN_*, TF_*         the training and cluster settings, e.g. TRAIN_EPOCHS=5 (docs/settings.md)
-  COMPOSE_PROJECT_NAME  the Compose project to run as (default: compose.yaml's name, tfcluster)
+  COMPOSE_PROJECT_NAME  the Compose project to run as by default (default: compose.yaml's name,
+                        tfcluster); while another run holds it, NAME-2, NAME-3... (--name: exactly)
 
 examples:
   scripts/run                          # the two workers of compose.yaml
@@ -108,6 +109,7 @@ def parser() -> Parser:
             "--requirements": "a file",
             "--tag": "an image name",
             "--junit": "a file",
+            "--name": "a Compose project name",
         },
     )
     add_cluster_options(parser)
@@ -146,15 +148,16 @@ def add_cluster_options(parser: Parser) -> None:
         default=[],
         metavar="NAME=CPUS",
         help="limit worker NAME to CPUS cores (a positive number, at most the machine's), to see a "
-        f"straggler; repeatable or comma-separated (written to {slowdown.SLOW_FILE}; default: every "
-        "worker gets TF_WORKER_CPUS)",
+        "straggler; repeatable or comma-separated (written to the run's folder, "
+        f".tfcluster/runs/NAME/{slowdown.SLOW_FILE}; default: every worker gets TF_WORKER_CPUS)",
     )
     parser.add_argument(
         "--dev",
         action="store_true",
         help="development mode: this checkout's trainer/ mounted read-only over the image's, so that an "
-        "edit of the launcher, verifier or built-in trainer runs with no image build (.tfcluster/compose.dev.yaml; "
-        "the image is built only when its dependencies change; default: off, the image's code)",
+        "edit of the launcher, verifier or built-in trainer runs with no image build "
+        "(.tfcluster/runs/NAME/compose.dev.yaml; the image is built only when its dependencies change; "
+        "default: off, the image's code)",
     )
     parser.add_argument(
         "--warm",
@@ -238,6 +241,13 @@ def add_output_options(parser: Parser) -> None:
         "own (default: none)",
     )
     parser.add_argument(
+        "--name",
+        metavar="NAME",
+        help="the Compose project to run as, exactly (`docker compose -p NAME logs` finds it), refused while "
+        "another run holds it; a run of another name never touches it (default: COMPOSE_PROJECT_NAME, else "
+        "compose.yaml's, tfcluster, or while another run of this checkout holds that, tfcluster-2, -3...)",
+    )
+    parser.add_argument(
         "--dry-run",
         action="store_true",
         help="print what would be done (the Compose files, the project, each worker's settings, what "
@@ -262,6 +272,7 @@ def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:
         bake=arguments.bake,
         tag=arguments.tag,
         junit=arguments.junit,
+        name=arguments.name,
         warm=arguments.warm,
         environ=environ,
     )

@@ -2,7 +2,7 @@
 
 What a worker sees (docs/bring-your-own.md): the project read-only at /project, its working
 directory (mounted, or with --bake copied into an image of its own); your data read-only at /data;
-your variables, through the env file scripts/run writes (`.tfcluster/env`, with TFCLUSTER_USER_ENV
+your variables, through the env file scripts/run writes (`.tfcluster/runs/NAME/env`, with TFCLUSTER_USER_ENV
 naming them, which the launchers compare at the rendezvous).
 """
 
@@ -19,3 +19,7 @@ IMAGE_REPOSITORY = "tfcluster-project"
 USER_ENVIRONMENT_LIST = "TFCLUSTER_USER_ENV"
 # compose.yaml's image when TFCLUSTER_IMAGE is not set: what your project runs on, and a baked one is built on.
 DEFAULT_IMAGE = "tfcluster:latest"
+# The user every worker runs as (docker/Dockerfile's `USER 1000:1000`): what it may read of a
+# mounted folder is what the folder's modes give uid 1000, whoever runs scripts/run.
+WORKER_UID = 1000
+WORKER_GID = 1000

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from tfcluster.errors import Refusal
-from tfcluster.project import baking, envfiles, layout, program, requirements
+from tfcluster.project import access, baking, envfiles, layout, program, requirements
 
 
 @dataclass(frozen=True)
@@ -78,11 +78,14 @@ def check(options: ProjectOptions, environ: Mapping[str, str]) -> Project:
     if not os.path.isdir(shown):
         raise Refusal(f"--project {shown!r} is not a folder")
     directory = os.path.realpath(shown)
+    if not options.bake:  # Baked, every file is made readable to all (tfcluster/project/baking.py).
+        access.check_readable("--project", directory)
     data = None
     if options.data is not None:
         if not os.path.isdir(options.data):
             raise Refusal(f"--data {options.data!r} is not a folder")
         data = os.path.realpath(options.data)
+        access.check_readable("--data", data)
     command = _command(options, directory, data)
     variables = envfiles.merge(
         *(envfiles.parse_env_file(path, environ) for path in options.env_files),
@@ -111,11 +114,14 @@ def check(options: ProjectOptions, environ: Mapping[str, str]) -> Project:
 
 def _command(options: ProjectOptions, directory: str, data: str | None) -> list[str]:
     if options.command is None:
-        if not os.path.isfile(os.path.join(directory, layout.DEFAULT_SCRIPT)):
+        script = os.path.join(directory, layout.DEFAULT_SCRIPT)
+        if not os.path.isfile(script):
             raise Refusal(f"--project {options.directory!r} has no {layout.DEFAULT_SCRIPT}: give --command")
+        if not options.bake:
+            access.check_readable("--project", directory, script)
         return list(layout.DEFAULT_COMMAND)
     command = program.split_command(options.command)
-    program.check_command(command, program.Mounts(directory, data))
+    program.check_command(command, program.Mounts(directory, data, bakes=options.bake))
     return command
 
 

@@ -7,6 +7,7 @@ import shlex
 from pathlib import Path
 
 from tfcluster.errors import Refusal
+from tfcluster.project import access
 from tfcluster.project.baking import LEFT_OUT
 from tfcluster.project.layout import DATA_MOUNT, PROJECT_MOUNT
 
@@ -43,9 +44,11 @@ class Mounts:
     from the project: one left out of it is as missing on a worker as one that does not exist.
     """
 
-    def __init__(self, project: str, data: str | None, *, baked: frozenset[str] | None = None):
+    def __init__(self, project: str, data: str | None, *, baked: frozenset[str] | None = None, bakes: bool = False):
         self.folders = {PROJECT_MOUNT: project, **({DATA_MOUNT: data} if data else {})}
         self.baked = baked
+        # Whether the project goes into an image (--bake), whose files are known or not yet.
+        self.bakes = bakes or baked is not None
 
     def left_out(self, mount: str, host: str) -> bool:
         """True if the file at `host`, under `mount`, exists but is not baked into the image."""
@@ -119,6 +122,9 @@ def check_file(path: str, mounts: Mounts, what: str, *, executable: bool = False
         raise Refusal(f"--command: the {what} {path!r} is not executable (chmod +x {host})")
     if mounts.left_out(mount, host):
         raise Refusal(f"--command: the {what} {path!r} is {LEFT_OUT}")
+    # Baked, every file of the project is made readable to all (tfcluster/project/baking.py).
+    if mount != PROJECT_MOUNT or not mounts.bakes:
+        access.check_readable("--project" if mount == PROJECT_MOUNT else "--data", mounts.folders[mount], host)
 
 
 def check_module(module: str, mounts: Mounts) -> None:

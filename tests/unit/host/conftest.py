@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from tfcluster import paths
 from tfcluster.ci import hostpaths
-from tfcluster.cluster import steps
+from tfcluster.cluster import cancel, runs, steps
 from tfcluster.commands import docs as commands_doc
 from tfcluster.commands import run
 
@@ -131,7 +131,13 @@ def recorded(tmp_path, monkeypatch):
     def start(argv, codes=None, **variables):
         recorder = Recorder(codes or {})
         monkeypatch.setattr(paths, "ROOT", tmp_path)
+        # The run takes its default project name from compose.yaml, as Compose does.
+        shutil.copy(ROOT / "compose.yaml", tmp_path / "compose.yaml")
         monkeypatch.setattr(subprocess, "run", recorder)
+        # The children a run can cancel (tfcluster/cluster/cancel.py) are recorded the same way.
+        monkeypatch.setattr(cancel, "run", recorder)
+        # No other checkout's containers: the engine is not asked.
+        monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
         for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE", "EXTRA_REQUIREMENTS", "TFCLUSTER_IMAGE"):
             monkeypatch.delenv(name, raising=False)
         for name, value in variables.items():

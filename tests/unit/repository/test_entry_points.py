@@ -165,7 +165,7 @@ def test_allreduce_names_a_bad_size_in_one_line(size):
             "run: unknown argument '--bogus' "
             "(usage: scripts/run [-h] [--workers N] [--recover] [--network PROFILE] [--slow NAME=CPUS] [--dev] "
             "[--warm] [--warm-down] [--project DIR] [--command CMD] [--data DIR] [--env NAME=VALUE] "
-            "[--env-file FILE] [--requirements FILE] [--bake] [--tag NAME] [--junit FILE] [--dry-run])",
+            "[--env-file FILE] [--requirements FILE] [--bake] [--tag NAME] [--junit FILE] [--name NAME] [--dry-run])",
         ),
         ([], {"TRAINER_SCRIPT": "no/such/train.py"}, "run: TRAINER_SCRIPT 'no/such/train.py' is not a file"),
         (["--project", "no/such/project"], {}, "run: --project 'no/such/project' is not a folder"),

@@ -20,6 +20,9 @@ import re
 import subprocess
 from pathlib import Path
 
+from tfcluster.cluster import devmode, slowdown
+from tfcluster.cluster.plan import WORKERS_FILE
+
 from tests.conftest import ROOT
 
 SELF = Path(__file__).resolve().relative_to(ROOT).as_posix()
@@ -34,6 +37,10 @@ CITATION = re.compile(r'([\w./-]+\.md)\)?, "([^"\n]+)"')
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 OUTSIDE = "FACTS.md"
+# Where a run writes its generated Compose files (scripts/tfcluster/cluster/runs.py), for any run's
+# name, and which they are.
+RUN_FOLDER = ".tfcluster/runs/NAME"
+RUN_WRITES = {WORKERS_FILE, devmode.DEV_FILE, slowdown.SLOW_FILE}
 
 
 def repository_files() -> list[str]:
@@ -64,14 +71,18 @@ def scanned_files() -> list[str]:
 
 
 def exists(path: str) -> bool:
-    """Whether `path` (from the root; a glob is allowed) is a file or folder, or an output git ignores."""
+    """Whether `path` (from the root; a glob is allowed) is a file or folder, or an output git
+    ignores: at the root, or a Compose file a run writes into its own folder (.tfcluster/runs/NAME/)."""
     path = path.rstrip("/")
     if "*" in path:
         return any(fnmatch.fnmatch(name, path) for name in [*FILES, *FOLDERS])
     if path in FILES or path in FOLDERS:
         return True
-    ignored = subprocess.run(["git", "check-ignore", "--quiet", path], cwd=ROOT, check=False)
-    return ignored.returncode == 0
+    candidates = [path, *([f"{RUN_FOLDER}/{path}"] if path in RUN_WRITES else [])]
+    return any(
+        subprocess.run(["git", "check-ignore", "--quiet", candidate], cwd=ROOT, check=False).returncode == 0
+        for candidate in candidates
+    )
 
 
 def paths_in(text: str) -> list[str]:
@@ -174,6 +185,8 @@ def test_the_checks_find_what_is_broken_and_pass_what_is_not():
     assert paths_in(text) == ["trainer/no_such_module.py", "docs/settings.md"]
     assert missing_paths("README.md", text) == ["README.md: trainer/no_such_module.py"]
     assert missing_paths("x.py", "uses: docker/setup-buildx-action@v4, compose.workers.yaml, scripts/lint.") == []
+    # A file a run writes into its own folder counts; any other Compose file must be there.
+    assert missing_paths("x.py", "compose.dev.yaml, compose.nosuch.yaml") == ["x.py: compose.nosuch.yaml"]
     assert missing_paths("x.py", "tests/unit/*/test_*.py and examples/no-such-example/") == [
         "x.py: examples/no-such-example/"
     ]

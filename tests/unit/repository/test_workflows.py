@@ -1,5 +1,6 @@
 """The CI workflows, checked offline by actionlint, and gating on the verdict."""
 
+import os
 import re
 import subprocess
 import sys
@@ -119,14 +120,43 @@ def test_a_broken_copy_of_each_piece_is_rejected(tmp_path, name, schema, old, ne
 
 def test_both_pieces_run_the_one_ci_step_with_the_same_inputs():
     action = yaml.safe_load((ROOT / "action.yml").read_text())
-    step = action["runs"]["steps"][0]
+    steps = {step.get("id"): step for step in action["runs"]["steps"]}
+    step = steps["run"]
     assert action["runs"]["using"] == "composite"
     assert step["run"] == '"$GITHUB_ACTION_PATH/scripts/ci-run"'
     template = yaml.safe_load((ROOT / "ci/tfcluster.gitlab-ci.yml").read_text())[".tfcluster"]
     assert template["script"] == ["/tfcluster/scripts/ci-run"]
     variables = {name for name in template["variables"] if name.startswith("TFCLUSTER_CI_")}
-    assert set(step["env"]) == variables
+    inputs = {name: value for name, value in step["env"].items() if name.startswith("TFCLUSTER_CI_")}
+    assert set(inputs) == variables
     # Each input reaches the step under the variable scripts/ci-run reads.
-    assert step["env"] == {f"TFCLUSTER_CI_{name.upper()}": f"${{{{ inputs.{name} }}}}" for name in action["inputs"]}
+    assert inputs == {f"TFCLUSTER_CI_{name.upper()}": f"${{{{ inputs.{name} }}}}" for name in action["inputs"]}
     assert template["artifacts"]["when"] == "always"
     assert template["artifacts"]["reports"]["junit"] == "$TFCLUSTER_CI_JUNIT"
+
+
+def test_both_pieces_give_each_job_a_cluster_of_its_own_and_always_take_it_down():
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    steps = action["runs"]["steps"]
+    project = "${{ steps.name.outputs.project }}"
+    run, teardown = steps[1], steps[-1]
+    assert run["env"]["COMPOSE_PROJECT_NAME"] == teardown["env"]["COMPOSE_PROJECT_NAME"] == project
+    assert teardown["if"] == "always()" and "down --volumes" in teardown["run"]
+    # The name step's shell makes a name Compose takes from any job's id.
+    naming = steps[0]["run"].replace("$GITHUB_OUTPUT", "/dev/stdout")
+    named = subprocess.run(
+        ["bash", "-c", naming],
+        env={
+            "GITHUB_JOB": "Train Model_2",
+            "GITHUB_RUN_ID": "123",
+            "GITHUB_RUN_ATTEMPT": "1",
+            "PATH": os.environ["PATH"],
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert named.stdout == "project=tfc-123-1-train-model_2\n"
+    template = yaml.safe_load((ROOT / "ci/tfcluster.gitlab-ci.yml").read_text())[".tfcluster"]
+    assert template["variables"]["COMPOSE_PROJECT_NAME"] == "tfc-$CI_JOB_ID"
+    assert any("down --volumes" in line for line in template["after_script"])

@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 from tfcluster import Cluster, Refusal
-from tfcluster.cluster import steps
+from tfcluster.cluster import cancel, runs, steps
 
 from tests.unit.host.conftest import TUTORIAL_LOGS, verifier_log
 
@@ -47,6 +47,9 @@ def docker(monkeypatch):
     def start(**answers) -> Docker:
         stand_in = Docker(**answers)
         monkeypatch.setattr(subprocess, "run", stand_in)
+        # The children a run can cancel (set-up, `up`: tfcluster/cluster/cancel.py) too.
+        monkeypatch.setattr(cancel, "run", stand_in)
+        monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
         return stand_in
 
     # This machine may itself be a container: the bind-mount check is another test's.
@@ -174,7 +177,7 @@ def test_a_step_added_to_the_plan_is_both_printed_by_the_dry_run_and_run(docker,
     # The API's run reads its verdict back, and its dry run says so.
     assert "docker compose logs --no-color --no-log-prefix SERVICE, each of verifier worker-0 worker-1" in commands
     assert commands.splitlines()[:3] == [
-        "  scripts/setup",
+        "  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image",
         "  echo marker",
         "  docker compose down --volumes --remove-orphans --timeout 1",
     ]

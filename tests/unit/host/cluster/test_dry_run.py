@@ -14,14 +14,17 @@ from tfcluster.project.options import Project
 from tests.unit.host.conftest import UP
 from trainer.contract.exitcodes import ExitCode
 
+# The run's own folder, for the default project (tfcluster/cluster/runs.py).
+RUN = ".tfcluster/runs/tfcluster"
+
 
 def test_the_dry_run_with_a_network_profile_sets_up_the_shaper_too(sandbox):
     result = sandbox.run("scripts/run", "--dry-run", "--network", "wan")
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    assert "set-up         scripts/setup --shaper: " in text
+    assert "set-up         scripts/setup --shaper --image-id-file .tfcluster/runs/tfcluster/image: " in text
     assert "a build of tfcluster:latest (worker-0) and tfcluster-shaper:latest (shaper-0), unless current\n" in text
-    assert "  scripts/setup --shaper\n" in text
+    assert "  scripts/setup --shaper --image-id-file .tfcluster/runs/tfcluster/image\n" in text
 
 
 def test_the_dry_run_of_the_default_cluster(sandbox):
@@ -30,7 +33,11 @@ def test_the_dry_run_of_the_default_cluster(sandbox):
     assert result.stderr == ""
     text = result.stdout
     assert "compose files  compose.yaml (COMPOSE_FILE)\n" in text
-    assert "project        tfcluster (compose.yaml's name)\n" in text
+    assert (
+        "project        tfcluster (COMPOSE_PROJECT_NAME, else compose.yaml's; "
+        "tfcluster-2, -3... while another run holds it), "
+        f"its files in {RUN}/\n" in text
+    )
     # Without a network profile the shaper's image is neither needed nor built.
     assert "a build of tfcluster:latest (worker-0), unless current\n" in text
     assert "tfcluster-shaper" not in text
@@ -39,12 +46,12 @@ def test_the_dry_run_of_the_default_cluster(sandbox):
     assert "  TRAIN_EPOCHS=3\n" in text and "  TF_JOIN_TIMEOUT=60\n" in text
     # Exactly the commands of a real run, in order.
     assert (
-        "  scripts/setup\n"
+        "  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image\n"
         "  docker compose down --volumes --remove-orphans --timeout 1\n"
         "  docker compose up --remove-orphans --attach-dependencies --exit-code-from verifier verifier\n"
         "  docker compose stop --timeout 5\n"
     ) in text
-    assert "COMPOSE_FILE=compose.yaml docker compose config" in text
+    assert "COMPOSE_FILE=compose.yaml COMPOSE_PROJECT_NAME=tfcluster docker compose config" in text
     sandbox.assert_untouched()
 
 
@@ -52,13 +59,13 @@ def test_the_dry_run_of_three_workers_with_recovery(sandbox):
     result = sandbox.run("scripts/run", "--workers", "3", "--recover", "--dry-run")
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    assert "compose files  compose.yaml:compose.workers.yaml:compose.recovery.yaml (COMPOSE_FILE)\n" in text
-    assert "rendered       compose.workers.yaml, by scripts/workers.py 3\n" in text
+    assert f"compose files  compose.yaml:{RUN}/compose.workers.yaml:compose.recovery.yaml (COMPOSE_FILE)\n" in text
+    assert "rendered       .tfcluster/runs/tfcluster/compose.workers.yaml, by scripts/workers.py 3\n" in text
     for index in range(3):
         assert re.search(rf"^  worker-{index} +{index} +worker-0,worker-1,worker-2$", text, re.MULTILINE)
     assert "(TF_RESTART_LIMIT=3, compose.recovery.yaml)" in text
     assert "worker-0, worker-1, worker-2, the keeper" in text
-    assert "  write compose.workers.yaml\n  scripts/setup\n" in text
+    assert f"  write {RUN}/compose.workers.yaml\n  scripts/setup --image-id-file {RUN}/image\n" in text
     # A dry run writes nothing, compose.workers.yaml included.
     sandbox.assert_untouched()
 
@@ -80,7 +87,11 @@ def test_the_dry_run_shows_your_settings_script_and_profile(sandbox, tmp_path):
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert "compose files  compose.yaml:compose.byo.yaml:compose.network.yaml (COMPOSE_FILE)\n" in text
-    assert "project        tfc-mine (COMPOSE_PROJECT_NAME)\n" in text
+    assert (
+        "project        tfc-mine (COMPOSE_PROJECT_NAME, else compose.yaml's; "
+        "tfc-mine-2, -3... while another run holds it), "
+        "its files in .tfcluster/runs/tfc-mine/\n" in text
+    )
     # The script's path is taken from where the user is, and made absolute for Compose.
     assert f"trainer        {elsewhere.resolve() / 'train.py'}, read-only at /user/train.py" in text
     assert "network        profile wan, applied and measured by shaper-0, shaper-1\n" in text
@@ -102,12 +113,15 @@ def test_the_dry_run_shows_each_workers_cpus_and_the_slowed_ones(sandbox):
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert text.startswith("scripts/run --workers 3 --slow worker-2=0.5,worker-0=1 --dry-run: what it would do")
-    assert "compose files  compose.yaml:compose.workers.yaml:.tfcluster/compose.slow.yaml (COMPOSE_FILE)\n" in text
+    assert f"compose files  compose.yaml:{RUN}/compose.workers.yaml:{RUN}/compose.slow.yaml (COMPOSE_FILE)\n" in text
     assert (
-        "cpus           worker-2: 0.5, worker-0: 1 (--slow, .tfcluster/compose.slow.yaml); "
+        "cpus           worker-2: 0.5, worker-0: 1 (--slow, .tfcluster/runs/tfcluster/compose.slow.yaml); "
         "every other worker: 1.5 (TF_WORKER_CPUS)\n"
     ) in text
-    assert "  write compose.workers.yaml\n  write .tfcluster/compose.slow.yaml\n  scripts/setup\n" in text
+    assert (
+        f"  write {RUN}/compose.workers.yaml\n  write {RUN}/compose.slow.yaml\n"
+        f"  scripts/setup --image-id-file {RUN}/image\n" in text
+    )
     sandbox.assert_untouched()
 
 
@@ -116,9 +130,9 @@ def test_the_slowed_limits_are_one_override_named_last(recorded, tmp_path):
     assert status == 0
     assert recorder.commands[2][0] == UP
     assert recorder.commands[2][1]["env"]["COMPOSE_FILE"] == (
-        "compose.yaml:compose.network.yaml:.tfcluster/compose.slow.yaml"
+        "compose.yaml:compose.network.yaml:.tfcluster/runs/tfcluster/compose.slow.yaml"
     )
-    assert (tmp_path / ".tfcluster/compose.slow.yaml").read_text() == (
+    assert (tmp_path / ".tfcluster/runs/tfcluster/compose.slow.yaml").read_text() == (
         "# Written by `scripts/run --slow worker-1=0.25,worker-0=1.5`: each named worker's CPU limit. Do not edit.\n"
         "services:\n  worker-1:\n    cpus: 0.25\n  worker-0:\n    cpus: 1.5\n"
     )
@@ -130,25 +144,30 @@ def test_the_dry_run_of_the_development_mode_names_the_mount_and_the_set_up(sand
     text = result.stdout
     assert text.startswith("scripts/run --workers 3 --recover --dev --dry-run: what it would do")
     assert (
-        "compose files  compose.yaml:compose.workers.yaml:compose.recovery.yaml:.tfcluster/compose.dev.yaml"
+        f"compose files  compose.yaml:{RUN}/compose.workers.yaml:compose.recovery.yaml:{RUN}/compose.dev.yaml"
     ) in text
     assert (
         "code           this checkout's trainer/, read-only at /app/trainer on worker-0, worker-1, worker-2, "
         "verifier, keeper (--dev)\n"
     ) in text
     assert "unless current (--dev: its code aside)\n" in text
-    assert "  write .tfcluster/compose.dev.yaml\n  scripts/setup --dev\n" in text
+    assert f"  write {RUN}/compose.dev.yaml\n  scripts/setup --dev --image-id-file {RUN}/image\n" in text
     sandbox.assert_untouched()
 
 
 def test_the_development_mode_mounts_this_checkouts_code_on_every_service_of_the_harness(recorded, tmp_path):
     status, recorder = recorded(["--dev", "--slow", "worker-1=0.5"])
     assert status == 0
-    assert recorder.commands[0][0] == (str(tmp_path / "scripts" / "setup"), "--dev")
-    assert recorder.commands[2][1]["env"]["COMPOSE_FILE"] == (
-        "compose.yaml:.tfcluster/compose.dev.yaml:.tfcluster/compose.slow.yaml"
+    assert recorder.commands[0][0] == (
+        str(tmp_path / "scripts" / "setup"),
+        "--dev",
+        "--image-id-file",
+        ".tfcluster/runs/tfcluster/image",
     )
-    written = yaml.safe_load((tmp_path / ".tfcluster/compose.dev.yaml").read_text())
+    assert recorder.commands[2][1]["env"]["COMPOSE_FILE"] == (
+        "compose.yaml:.tfcluster/runs/tfcluster/compose.dev.yaml:.tfcluster/runs/tfcluster/compose.slow.yaml"
+    )
+    written = yaml.safe_load((tmp_path / ".tfcluster/runs/tfcluster/compose.dev.yaml").read_text())
     mount = {"type": "bind", "source": str(tmp_path / "trainer"), "target": "/app/trainer", "read_only": True}
     assert written == {"services": {name: {"volumes": [mount]} for name in ("worker-0", "worker-1", "verifier")}}
 
@@ -168,7 +187,9 @@ def test_in_a_container_a_bind_source_the_engine_does_not_see_is_refused_before_
     assert status == 2
     assert asked == [({"--dev": str(tmp_path / "trainer")}, "tfcluster:latest")]
     # The set-up ran (the check needs its image); nothing of the cluster did.
-    assert [command for command, _ in recorder.commands] == [(str(tmp_path / "scripts" / "setup"), "--dev")]
+    assert [command for command, _ in recorder.commands] == [
+        (str(tmp_path / "scripts" / "setup"), "--dev", "--image-id-file", ".tfcluster/runs/tfcluster/image")
+    ]
 
 
 def test_outside_a_container_or_with_nothing_mounted_nothing_is_checked(recorded, monkeypatch):
@@ -195,8 +216,8 @@ def test_the_bind_sources_of_a_plan_are_what_its_workers_mount(tmp_path):
 def test_without_the_development_mode_nothing_is_mounted_over_the_code(recorded):
     status, recorder = recorded([])
     assert status == 0
-    assert recorder.commands[0][0][1:] == ()
-    assert ".tfcluster/compose.dev.yaml" not in recorder.commands[2][1]["env"]["COMPOSE_FILE"]
+    assert "--dev" not in recorder.commands[0][0]
+    assert ".tfcluster/runs/tfcluster/compose.dev.yaml" not in recorder.commands[2][1]["env"]["COMPOSE_FILE"]
 
 
 def test_a_slowed_worker_beyond_the_machines_cores_is_refused_before_anything_starts(sandbox):

@@ -8,23 +8,27 @@ from tfcluster.project import requirements
 from tests.unit.host.conftest import DOWN, STOP, UP
 from trainer.contract.exitcodes import ExitCode
 
+# The run's own folder of generated files, for the default project (tfcluster/cluster/runs.py).
+RUN_FOLDER = ".tfcluster/runs/tfcluster"
+
 
 def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_path):
     status, recorder = recorded(["--workers", "3", "--recover"], codes={"up": 7})
     assert status == 7
     assert [command for command, _ in recorder.commands] == [
-        (str(tmp_path / "scripts" / "setup"),),
+        (str(tmp_path / "scripts" / "setup"), "--image-id-file", f"{RUN_FOLDER}/image"),
         DOWN,
         UP,
         STOP,
     ]
     for _command, options in recorder.commands:
         assert options["cwd"] == tmp_path
-        assert options["env"]["COMPOSE_FILE"] == "compose.yaml:compose.workers.yaml:compose.recovery.yaml"
+        assert options["env"]["COMPOSE_FILE"] == f"compose.yaml:{RUN_FOLDER}/compose.workers.yaml:compose.recovery.yaml"
+        assert options["env"]["COMPOSE_PROJECT_NAME"] == "tfcluster"
     # The verifier's output is the user's; down's and stop's are not.
     assert "stdout" not in recorder.commands[2][1]
     assert recorder.commands[1][1]["stdout"] == recorder.commands[3][1]["stdout"] == subprocess.DEVNULL
-    assert (tmp_path / "compose.workers.yaml").read_text() == scaling.render(3)
+    assert (tmp_path / RUN_FOLDER / "compose.workers.yaml").read_text() == scaling.render(3)
 
 
 def test_a_failed_setup_ends_the_run_with_its_status(recorded):
@@ -56,29 +60,27 @@ def test_your_project_reaches_compose_and_its_variables_the_env_file(recorded, t
     status, recorder = recorded(["--project", str(project), "--env", "GREETING=it's $HOME", "--workers", "3"])
     assert status == 0
     environment = recorder.commands[0][1]["env"]
-    assert environment["COMPOSE_FILE"] == "compose.yaml:compose.workers.yaml"
+    assert environment["COMPOSE_FILE"] == f"compose.yaml:{RUN_FOLDER}/compose.workers.yaml"
     assert environment["TFCLUSTER_PROJECT"] == str(project.resolve())
     assert environment["TFCLUSTER_COMMAND"] == "python train.py"
-    assert environment["TFCLUSTER_ENV_FILE"] == str(tmp_path / ".tfcluster" / "env")
+    assert environment["TFCLUSTER_ENV_FILE"] == str(tmp_path / RUN_FOLDER / "env")
     assert environment["EXTRA_REQUIREMENTS"] == "tqdm==4.67.1"
     assert environment["TFCLUSTER_IMAGE"] == requirements.image_tag(["tqdm==4.67.1"])
     assert "TFCLUSTER_DATA" not in environment
     # Written before the set-up, quoted so that Compose reads the value back as it was given.
     assert (
-        (tmp_path / ".tfcluster" / "env")
-        .read_text()
-        .endswith('GREETING="it\'s \\$HOME"\nTFCLUSTER_USER_ENV=GREETING\n')
+        (tmp_path / RUN_FOLDER / "env").read_text().endswith('GREETING="it\'s \\$HOME"\nTFCLUSTER_USER_ENV=GREETING\n')
     )
-    assert (tmp_path / "compose.workers.yaml").read_text() == scaling.render(3, project=True)
+    assert (tmp_path / RUN_FOLDER / "compose.workers.yaml").read_text() == scaling.render(3, project=True)
 
 
 def test_a_project_without_variables_still_gets_a_fresh_env_file(recorded, tmp_path):
     project = tmp_path / "mine"
     project.mkdir()
     (project / "train.py").write_text("")
-    (tmp_path / ".tfcluster").mkdir()
-    (tmp_path / ".tfcluster" / "env").write_text("STALE=1\nTFCLUSTER_USER_ENV=STALE\n")
+    (tmp_path / RUN_FOLDER).mkdir(parents=True)
+    (tmp_path / RUN_FOLDER / "env").write_text("STALE=1\nTFCLUSTER_USER_ENV=STALE\n")
     _status, recorder = recorded(["--project", str(project)])
     assert recorder.commands[0][1]["env"]["COMPOSE_FILE"] == "compose.yaml:compose.project.yaml"
-    assert "STALE" not in (tmp_path / ".tfcluster" / "env").read_text()
-    assert (tmp_path / ".tfcluster" / "env").read_text().endswith("\nTFCLUSTER_USER_ENV=\n")
+    assert "STALE" not in (tmp_path / RUN_FOLDER / "env").read_text()
+    assert (tmp_path / RUN_FOLDER / "env").read_text().endswith("\nTFCLUSTER_USER_ENV=\n")

@@ -17,6 +17,9 @@ from tfcluster.project import baking
 from tests.conftest import ROOT
 from tests.unit.host.conftest import DOWN, STOP, UP
 
+# The run's own folder, for the default project (tfcluster/cluster/runs.py).
+RUN = ".tfcluster/runs/tfcluster"
+
 
 def test_the_help_offers_baking(sandbox):
     text = sandbox.run("scripts/run", "--help").stdout
@@ -52,7 +55,7 @@ def test_the_dry_run_of_a_baked_project_names_its_image_and_mounts_nothing(sandb
     assert "read-only at /project" not in text and "compose.project.yaml" not in text
     assert "TFCLUSTER_PROJECT=" not in text
     assert (
-        "  scripts/setup\n"
+        "  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image\n"
         "  docker build --quiet --file .tfcluster-project.Dockerfile --tag tfcluster-baked:HASH "
         "--build-arg TFCLUSTER_IMAGE=tfcluster:latest --label tfcluster.project.folder="
     ) in text
@@ -62,7 +65,10 @@ def test_the_dry_run_of_a_baked_project_names_its_image_and_mounts_nothing(sandb
         "  docker image prune --force --filter label=org.opencontainers.image.title=tfcluster-baked\n"
         "  docker compose up "
     ) in text
-    assert "COMPOSE_FILE=compose.yaml:compose.baked.yaml TFCLUSTER_BAKED_IMAGE=tfcluster-baked:HASH " in text
+    assert (
+        "COMPOSE_FILE=compose.yaml:compose.baked.yaml COMPOSE_PROJECT_NAME=tfcluster "
+        "TFCLUSTER_BAKED_IMAGE=tfcluster-baked:HASH " in text
+    )
     sandbox.assert_untouched()
 
 
@@ -85,18 +91,18 @@ def test_the_dry_run_of_a_baked_project_named_by_you_with_its_data_inside_on_thr
     )
     assert result.returncode == 0, result.stderr
     text = result.stdout
-    assert "compose files  compose.yaml:compose.workers.yaml (COMPOSE_FILE)\n" in text
-    assert "rendered       compose.workers.yaml, by scripts/workers.py 3 --project --baked --data\n" in text
+    assert "compose files  compose.yaml:.tfcluster/runs/tfcluster/compose.workers.yaml (COMPOSE_FILE)\n" in text
+    assert f"rendered       {RUN}/compose.workers.yaml, by scripts/workers.py 3 --project --baked --data\n" in text
     assert "baked image    registry.example.com/mine:1 (--tag), docker/Dockerfile.project on tfcluster:latest\n" in text
     # The data stays out of the image, and mounted.
     assert "sent: 6 files and 2 folders, 88 bytes\n" in text
     assert "left out: __pycache__, .git, virtual environments, data/ (--data: mounted instead)\n" in text
     data = training_project / "data"
-    assert f"your data      {data}, read-only at /data (TFCLUSTER_DATA_DIR=/data, compose.workers.yaml)\n" in text
+    assert f"your data      {data}, read-only at /data (TFCLUSTER_DATA_DIR=/data, {RUN}/compose.workers.yaml)\n" in text
     assert "--tag registry.example.com/mine:1 --build-arg TFCLUSTER_IMAGE=tfcluster:latest" in text
     # Your own name is yours: no earlier image is removed.
     assert "docker image rm" not in text
-    assert "  python3 scripts/workers.py 3 --project --baked --data --output compose.workers.yaml\n" in text
+    assert f"  python3 scripts/workers.py 3 --project --baked --data --output {RUN}/compose.workers.yaml\n" in text
     assert "TFCLUSTER_BAKED_IMAGE=registry.example.com/mine:1 TFCLUSTER_COMMAND='python train.py' " in text
     assert f"TFCLUSTER_DATA={data} " in text and "TFCLUSTER_PROJECT=" not in text
     sandbox.assert_untouched()
@@ -119,17 +125,19 @@ def test_a_baked_run_builds_after_the_setup_and_runs_the_image_unmounted(recorde
     status, recorder = recorded(["--project", str(project), "--bake", "--workers", "3"], codes={"up": 7})
     assert status == 7
     assert [command for command, _ in recorder.commands] == [
-        (str(tmp_path / "scripts" / "setup"),),
+        (str(tmp_path / "scripts" / "setup"), "--image-id-file", ".tfcluster/runs/tfcluster/image"),
         DOWN,
         UP,
         STOP,
     ]
     # Built after the set-up (which builds the image it is built on), named only then.
-    assert baked == [(str(project.resolve()), "compose.yaml:compose.workers.yaml", False)]
+    assert baked == [(str(project.resolve()), "compose.yaml:.tfcluster/runs/tfcluster/compose.workers.yaml", False)]
     environment = recorder.commands[2][1]["env"]
     assert environment["TFCLUSTER_BAKED_IMAGE"] == "tfcluster-baked:0123456789ab"
     assert "TFCLUSTER_PROJECT" not in environment
-    assert (tmp_path / "compose.workers.yaml").read_text() == scaling.render(3, project=True, baked=True)
+    assert (tmp_path / ".tfcluster/runs/tfcluster/compose.workers.yaml").read_text() == scaling.render(
+        3, project=True, baked=True
+    )
     assert removed == ["tfcluster-baked:0123456789ab"]
 
 

@@ -4,6 +4,9 @@ import re
 
 from tfcluster.project import requirements
 
+# The run's own folder, for the default project (tfcluster/cluster/runs.py).
+RUN = ".tfcluster/runs/tfcluster"
+
 
 def test_the_dry_run_of_your_project_on_the_default_two_workers(sandbox, training_project):
     result = sandbox.run("scripts/run", "--project", "mine", "--dry-run", cwd=training_project.parent)
@@ -14,10 +17,13 @@ def test_the_dry_run_of_your_project_on_the_default_two_workers(sandbox, trainin
     assert "trainer        your command, in /project on every worker: python train.py (compose.project.yaml)\n" in text
     assert f"your project   {training_project}, read-only at /project (TFCLUSTER_PROJECT_DIR=/project)\n" in text
     assert "your data      none" in text
-    assert "your variables none (--env, --env-file); .tfcluster/env is written with none\n" in text
+    assert "your variables none (--env, --env-file); .tfcluster/runs/tfcluster/env is written with none\n" in text
     assert "requirements   none (no requirements.txt in the project, no --requirements)\n" in text
     assert "tfcluster:latest (worker-0)" in text
-    assert "  write .tfcluster/env\n  scripts/setup\n" in text
+    assert (
+        "  write .tfcluster/runs/tfcluster/env\n  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image\n"
+        in text
+    )
     assert f"TFCLUSTER_PROJECT={training_project} TFCLUSTER_COMMAND='python train.py'" in text
     sandbox.assert_untouched()
 
@@ -49,17 +55,20 @@ def test_the_dry_run_of_your_project_data_variables_and_three_workers(sandbox, t
         "scripts/run --workers 3 --project mine --command 'python -m model.cli --epochs 2' --data data "
         "--env BATCH=128 --env TF_USE_LEGACY_KERAS=1 --env-file mine/cluster.env --dry-run: what it would do"
     )
-    assert "compose files  compose.yaml:compose.workers.yaml (COMPOSE_FILE)\n" in text
-    assert "rendered       compose.workers.yaml, by scripts/workers.py 3 --project --data\n" in text
-    assert "python -m model.cli --epochs 2 (compose.workers.yaml)\n" in text
+    assert "compose files  compose.yaml:.tfcluster/runs/tfcluster/compose.workers.yaml (COMPOSE_FILE)\n" in text
+    assert (
+        "rendered       .tfcluster/runs/tfcluster/compose.workers.yaml, by scripts/workers.py 3 --project --data\n"
+        in text
+    )
+    assert "python -m model.cli --epochs 2 (.tfcluster/runs/tfcluster/compose.workers.yaml)\n" in text
     data = training_project.parent / "data"
-    assert f"your data      {data}, read-only at /data (TFCLUSTER_DATA_DIR=/data, compose.workers.yaml)\n" in text
+    assert f"your data      {data}, read-only at /data (TFCLUSTER_DATA_DIR=/data, {RUN}/compose.workers.yaml)\n" in text
     # --env wins over the file; the values are shown, since they are the user's own.
     assert (
         "your variables BATCH=128\n"
         "               GREETING='hello world'\n"
         "               TF_USE_LEGACY_KERAS=1\n"
-        "               through .tfcluster/env (env_file), with TFCLUSTER_USER_ENV=BATCH,GREETING,TF_USE_LEGACY_KERAS\n"
+        f"               through {RUN}/env (env_file), with TFCLUSTER_USER_ENV=BATCH,GREETING,TF_USE_LEGACY_KERAS\n"
     ) in text
     # Normalized, sorted, and named after: an image of their own.
     tag = requirements.image_tag(["rich==15.0.0", "tqdm>=4.0"])
@@ -69,7 +78,10 @@ def test_the_dry_run_of_your_project_data_variables_and_three_workers(sandbox, t
     assert f"then\n               a build of {tag} (worker-0), unless current" in text
     for index in range(3):
         assert re.search(rf"^  worker-{index} +{index} +worker-0,worker-1,worker-2$", text, re.MULTILINE)
-    assert "  python3 scripts/workers.py 3 --project --data --output compose.workers.yaml\n" in text
+    assert (
+        "  python3 scripts/workers.py 3 --project --data --output .tfcluster/runs/tfcluster/compose.workers.yaml\n"
+        in text
+    )
     assert f"TFCLUSTER_DATA={data} EXTRA_REQUIREMENTS='rich==15.0.0 tqdm>=4.0' TFCLUSTER_IMAGE={tag}" in text
     sandbox.assert_untouched()
 

@@ -1,0 +1,103 @@
+"""Cancelled means stopped: what a run does with SIGINT, SIGTERM and SIGHUP, whoever gets them.
+
+A cancelled CI job sends its step SIGTERM (GitHub Actions SIGINT first); Ctrl-C sends SIGINT to
+the whole foreground process group; a runner may signal only the step's own process. In every
+case the run must stop its cluster, write a failing report and exit 128 + the signal, never leave
+a child training behind. So the run's children that do the work (scripts/setup, `docker build`,
+`docker compose up`) are started in process groups of their own, which a terminal's Ctrl-C does
+not reach: the run alone decides what they get. A signal ends the wait for a child with
+`Cancelled`; the child is passed SIGTERM once (Compose stops its containers gracefully on it, the
+set-up's steps end) and given `grace` seconds before SIGKILL; then the run tears its cluster down
+(tfcluster/cluster/api.py).
+"""
+
+import contextlib
+import os
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# Compose's graceful stop: each container's stop_grace_period (10 s), the launchers' own stop
+# within TF_STOP_GRACE + 2 s; the rest is slack.
+GRACE = 30.0
+
+
+class Cancelled(SystemExit):
+    """The run was signalled: its exit status is 128 + the signal, as a shell reports it."""
+
+    def __init__(self, signal_number: int):
+        super().__init__(128 + signal_number)
+        self.signal_number = signal_number
+
+    @property
+    def status(self) -> int:
+        return 128 + self.signal_number
+
+    @property
+    def name(self) -> str:
+        return signal.Signals(self.signal_number).name
+
+
+def _raise(signal_number, _frame):
+    raise Cancelled(signal_number)
+
+
+@contextlib.contextmanager
+def raising() -> Iterator[None]:
+    """Each of SIGNALS raises Cancelled in the main thread while this lasts. From another thread
+    nothing changes (only the main thread gets signals, and may set their handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {number: signal.signal(number, _raise) for number in SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+@contextlib.contextmanager
+def shielded() -> Iterator[list[int]]:
+    """While the run cleans up: further signals are noted (in the list yielded), not raised, so
+    that tearing down is not itself cut short; each step of it is bounded instead."""
+    noted: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield noted
+        return
+    previous = {number: signal.signal(number, lambda number, _frame: noted.append(number)) for number in SIGNALS}
+    try:
+        yield noted
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def run(command: list[str], *, grace: float = GRACE, **options) -> subprocess.CompletedProcess:
+    """`subprocess.run(command)` in a process group of its own; on Cancelled (or any exception)
+    the group is sent SIGTERM, given `grace` seconds, then SIGKILL, and the exception goes on."""
+    options.setdefault("stdin", subprocess.DEVNULL)  # A background group must not read the terminal.
+    process = subprocess.Popen(command, process_group=0, **options)
+    try:
+        return subprocess.CompletedProcess(command, process.wait())
+    except BaseException:
+        with shielded():
+            stop(process, grace)
+        raise
+
+
+def stop(process: subprocess.Popen, grace: float) -> None:
+    """SIGTERM to the process's group, then SIGKILL after `grace` seconds if it has not ended."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+    # What the group's leader left behind (a step of the set-up, say) goes too.
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)

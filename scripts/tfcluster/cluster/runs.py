@@ -1,0 +1,116 @@
+"""Which Compose project, and which folder of generated files, a run is: its own, for as long as it runs.
+
+Every run of a checkout used to write the same files and run as the same Compose project, so a
+second run's `down` ended the first. Now a run claims a slot before it writes anything: a folder,
+.tfcluster/runs/SLOT/, with its generated Compose files and env file, and a lock held (flock) for
+the run's lifetime, which the kernel releases however the run ends. The slot is the Compose
+project's name. The default is the one `docker compose` by hand uses (COMPOSE_PROJECT_NAME, else
+compose.yaml's name: tfcluster), so that `docker compose logs` finds a run's containers; when
+another run of this checkout holds it, or another checkout's containers carry that project name
+(Compose project names are the engine's, not a folder's), the run takes NAME-2, NAME-3, ... and
+says so. A name asked for (scripts/run --name, Cluster(name=)) is taken as it is or refused,
+never changed: whoever named it may be about to use it by hand.
+"""
+
+import contextlib
+import fcntl
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from tfcluster.errors import Refusal
+
+RUNS = ".tfcluster/runs"
+# Enough for every run a 2-core machine can hold at once, and a bound on the search.
+MOST_SLOTS = 32
+LOCK = "lock"
+
+
+def folder_of(slot: str) -> str:
+    """The run's folder of generated files, from the checkout's root."""
+    return f"{RUNS}/{slot}"
+
+
+@dataclass
+class Claim:
+    """A slot held: its name (the Compose project's) and the open lock that holds it."""
+
+    slot: str
+    lock: IO[str]
+
+    def release(self) -> None:
+        self.lock.close()
+
+
+def foreign_checkouts(name: str, root: Path) -> list[str]:
+    """The other folders whose Compose runs have containers (running or not) under project `name`."""
+    listed = subprocess.run(
+        [
+            "docker",
+            "ps",
+            "--all",
+            "--filter",
+            f"label=com.docker.compose.project={name}",
+            "--format",
+            '{{.Label "com.docker.compose.project.working_dir"}}',
+        ],
+        capture_output=True,
+        text=True,
+    )
+    here = os.path.realpath(root)
+    found = {line.strip() for line in listed.stdout.splitlines() if line.strip()}
+    return sorted(folder for folder in found if os.path.realpath(folder) != here)
+
+
+def claim(
+    root: Path,
+    name: str,
+    *,
+    given: bool,
+    foreign: Callable[[str, Path], list[str]] | None = None,
+) -> Claim:
+    """The first free slot from `name` (only `name` itself if it was `given`); raises Refusal."""
+    foreign = foreign or foreign_checkouts
+    candidates = [name] if given else [name, *(f"{name}-{number}" for number in range(2, MOST_SLOTS + 1))]
+    held = []
+    for slot in candidates:
+        lock = _try_lock(root / folder_of(slot) / LOCK)
+        if lock is None:
+            held.append(slot)
+            continue
+        others = foreign(slot, root)
+        if not others:
+            return Claim(slot, lock)
+        lock.close()
+        if given:
+            raise Refusal(
+                f"the Compose project {slot!r} has containers of another checkout ({others[0]}): give this run another "
+                f"name, or take those down there (docker compose -p {slot} down)"
+            )
+    if given:
+        raise Refusal(
+            f"another run of this checkout is running as the Compose project {name!r}: give this run another name, "
+            "or wait for that one to end"
+        )
+    raise Refusal(
+        f"{len(held)} runs of this checkout are running at once ({held[0]} to {held[-1]}): wait for one to end"
+    )
+
+
+def _try_lock(path: Path) -> IO[str] | None:
+    """The lock file, open and locked by this process; None if another process holds it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held open for the run's lifetime.
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock.close()
+        return None
+    with contextlib.suppress(OSError):
+        lock.truncate(0)
+        lock.write(f"{os.getpid()}\n")
+        lock.flush()
+    return lock

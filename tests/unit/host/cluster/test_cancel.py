@@ -1,0 +1,95 @@
+"""Cancelled means stopped (tfcluster/cluster/cancel.py): a signal to the run ends its wait for a
+child, the child's whole group is sent SIGTERM and then, if it lingers, SIGKILL; and a run
+cancelled while its cluster runs stops it, tears it down, writes a failing report and exits 128 +
+the signal."""
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from xml.etree import ElementTree
+
+import pytest
+from tfcluster.cluster import cancel, runs
+from tfcluster.commands import ci_run, run
+
+from tests.unit.host.conftest import DOWN
+
+
+def signal_soon(number: int, after: float = 0.3) -> None:
+    threading.Timer(after, os.kill, (os.getpid(), number)).start()
+
+
+def test_a_signal_ends_the_wait_and_the_child_is_passed_sigterm(tmp_path):
+    said = tmp_path / "said"
+    # A child that says what it got, and a grandchild in its group that must go with it.
+    script = f"trap 'echo TERM > {said}; exit 0' TERM; sleep 60 & wait"
+    signal_soon(signal.SIGTERM)
+    started = time.monotonic()
+    with pytest.raises(cancel.Cancelled) as cancelled, cancel.raising():
+        cancel.run(["sh", "-c", script], grace=10)
+    assert cancelled.value.status == 143 and cancelled.value.code == 143
+    assert said.read_text() == "TERM\n"
+    assert time.monotonic() - started < 5
+    # The child's group is gone, its sleep included.
+    listed = subprocess.run(["pgrep", "-f", "sleep 60"], capture_output=True, text=True)
+    assert listed.stdout == ""
+
+
+def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
+    signal_soon(signal.SIGINT)
+    started = time.monotonic()
+    with pytest.raises(cancel.Cancelled) as cancelled, cancel.raising():
+        cancel.run(["sh", "-c", "trap '' TERM; sleep 60"], grace=0.5)
+    assert cancelled.value.status == 130
+    assert 0.5 <= time.monotonic() - started < 5
+
+
+def test_outside_a_signal_the_child_runs_to_its_end_and_the_handlers_are_restored():
+    before = signal.getsignal(signal.SIGTERM)
+    with cancel.raising():
+        assert cancel.run(["sh", "-c", "exit 3"]).returncode == 3
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+class Cluster:
+    """Stands in for Docker: `up` runs until the run is signalled, which it is while it runs."""
+
+    def __init__(self):
+        self.commands: list[tuple[str, ...]] = []
+
+    def __call__(self, command, **options):
+        self.commands.append(tuple(command))
+        if command[0].endswith("scripts/setup"):
+            return subprocess.CompletedProcess(command, 0)
+        if "up" in command:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # The signal's handler raises in here.
+            raise AssertionError("the signal did not end the wait")
+        return subprocess.CompletedProcess(command, 0, stdout="", stderr="")
+
+
+@pytest.mark.parametrize("entry", ["run", "ci-run"])
+def test_a_run_cancelled_while_its_cluster_trains_stops_it_tears_it_down_and_fails_its_report(
+    entry, recorded, monkeypatch, tmp_path
+):
+    stand_in = Cluster()
+    recorded([], codes={})  # The sandbox: the root, compose.yaml, no other checkout's containers.
+    monkeypatch.setattr(subprocess, "run", stand_in)
+    monkeypatch.setattr(cancel, "run", stand_in)
+    monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
+    report = tmp_path / "verdict.xml"
+    with pytest.raises(SystemExit) as ended:
+        if entry == "run":
+            run.main(["--junit", str(report)], environ={"PATH": os.environ["PATH"]})
+        else:
+            raise SystemExit(ci_run.main([], environ={"PATH": os.environ["PATH"], "TFCLUSTER_CI_JUNIT": str(report)}))
+    assert ended.value.code == 143
+    verbs = [command[2] for command in stand_in.commands if command[0] == "docker"]
+    # Compose's own `stop` (of what its `up` did not stop), the verdict read back, then `down`.
+    assert verbs == ["down", "up", "stop", "logs", "down"]
+    assert stand_in.commands[-1] == DOWN
+    suite = ElementTree.fromstring(report.read_text())
+    assert suite.get("failures") == "1"
+    assert "143" in report.read_text()

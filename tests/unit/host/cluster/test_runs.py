@@ -1,0 +1,74 @@
+"""A run's own Compose project and folder (tfcluster/cluster/runs.py): claimed while it runs, the
+next free one when another run holds the default, refused when the one asked for is taken."""
+
+import subprocess
+import sys
+
+import pytest
+from tfcluster.cluster import runs
+from tfcluster.errors import Refusal
+
+
+def nobody_elses(_name, _root):
+    return []
+
+
+def test_the_default_name_is_taken_when_free_and_the_next_one_while_another_run_holds_it(tmp_path):
+    first = runs.claim(tmp_path, "tfcluster", given=False, foreign=nobody_elses)
+    second = runs.claim(tmp_path, "tfcluster", given=False, foreign=nobody_elses)
+    assert (first.slot, second.slot) == ("tfcluster", "tfcluster-2")
+    assert (tmp_path / ".tfcluster/runs/tfcluster-2/lock").is_file()
+    first.release()
+    # Released, the default is free again.
+    third = runs.claim(tmp_path, "tfcluster", given=False, foreign=nobody_elses)
+    assert third.slot == "tfcluster"
+
+
+def test_a_name_asked_for_is_refused_while_another_run_holds_it(tmp_path):
+    held = runs.claim(tmp_path, "mine", given=True, foreign=nobody_elses)
+    with pytest.raises(Refusal, match="another run of this checkout is running as the Compose project 'mine'"):
+        runs.claim(tmp_path, "mine", given=True, foreign=nobody_elses)
+    held.release()
+
+
+def test_a_project_name_another_checkouts_containers_carry_is_passed_over_or_refused(tmp_path):
+    def elsewhere(name, _root):
+        return ["/home/someone/other-checkout"] if name == "tfcluster" else []
+
+    assert runs.claim(tmp_path, "tfcluster", given=False, foreign=elsewhere).slot == "tfcluster-2"
+    with pytest.raises(Refusal, match=r"has containers of another checkout \(/home/someone/other-checkout\)"):
+        runs.claim(tmp_path, "tfcluster", given=True, foreign=elsewhere)
+
+
+def test_a_run_that_died_leaves_its_slot_free(tmp_path):
+    # Another process holds the default's lock, as a live run does; the kernel frees it when it ends.
+    (tmp_path / ".tfcluster/runs/tfcluster").mkdir(parents=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, sys; f = open(sys.argv[1], 'a'); fcntl.flock(f, fcntl.LOCK_EX); print('held', flush=True); "
+            "sys.stdin.read()",
+            str(tmp_path / ".tfcluster/runs/tfcluster/lock"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline() == "held\n"
+        taken = runs.claim(tmp_path, "tfcluster", given=False, foreign=nobody_elses)
+        assert taken.slot == "tfcluster-2"
+        taken.release()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert runs.claim(tmp_path, "tfcluster", given=False, foreign=nobody_elses).slot == "tfcluster"
+
+
+def test_when_every_slot_is_held_the_run_is_refused_with_how_many(tmp_path):
+    held = [runs.claim(tmp_path, "tfcluster", given=False, foreign=nobody_elses) for _ in range(runs.MOST_SLOTS)]
+    with pytest.raises(Refusal, match=f"{runs.MOST_SLOTS} runs of this checkout are running at once"):
+        runs.claim(tmp_path, "tfcluster", given=False, foreign=nobody_elses)
+    for claim in held:
+        claim.release()
