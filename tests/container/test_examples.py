@@ -98,6 +98,15 @@ def test_a_keras_fit_project_resumes_after_a_worker_is_killed(scripts_run):
     assert process.returncode == ExitCode.OK, output[-4000:]
     assert "restarts: 1 of at most 3: 1: worker-1 exited 137 (killed by SIGKILL)" in output
     assert "verdict: PASS: 2 of 2 workers agree (after 1 restart): replicas=2 " in output
+    # Resumed, not started over: the restarted workers' first epoch is 2 (BackupAndRestore kept
+    # epoch 1), so epoch 1 was trained once in all; a restart from scratch would show it twice.
+    for worker in ("worker-0", "worker-1"):
+        shown = subprocess.run(
+            ["docker", "logs", run.container_name(worker)], capture_output=True, text=True, timeout=60, check=True
+        )
+        logs = shown.stdout + shown.stderr
+        assert logs.count("Epoch 1/4") == 1, logs[-3000:]
+        assert "Epoch 4/4" in logs
 
 
 def test_a_baked_project_runs_from_its_image_with_no_mount_of_its_folder(scripts_run):

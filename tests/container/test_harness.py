@@ -114,10 +114,21 @@ def test_the_tutorials_unchanged_program_runs_and_verifies_from_its_saved_logs(c
         path.write_text(project.logs(f"worker-{index}"))
         assert f"worker={index} {FIGURES}" in path.read_text()
         logs.append(str(path))
-    verify = [str(ROOT / "scripts" / "verify"), *logs]  # The host entry point, from any folder.
+    # With the workers' exit codes, as CI keeps them beside the logs (docs/verifier.md).
+    codes = tmp_path / "exit-codes.txt"
+    codes.write_text(
+        project.compose("ps", "-a", "--format", "{{.Service}} {{.ExitCode}}", "worker-0", "worker-1").stdout
+    )
+    assert codes.read_text().split() == ["worker-0", "0", "worker-1", "0"]
+    # The host entry point, from any folder.
+    verify = [str(ROOT / "scripts" / "verify"), "--exit-codes-from", str(codes), *logs]
     saved = subprocess.run(verify, cwd=tmp_path, capture_output=True, text=True, timeout=30)
     assert saved.returncode == 0, saved.stdout
     assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}" in saved.stdout
+    # Without them, agreeing logs do not say that each worker exited 0.
+    unknown = subprocess.run(verify[:1] + logs, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    assert unknown.returncode == ExitCode.VERIFICATION_FAILED
+    assert "worker-0: exit status unknown" in unknown.stdout
 
     tampered = tmp_path / "worker-1.log"
     tampered.write_text(tampered.read_text().replace("final_loss=0.4168", "final_loss=0.4170"))

@@ -106,6 +106,57 @@ def test_a_chief_killed_while_writing_a_checkpoint_resumes_from_the_one_before(
     assert finals(project) == {"worker-0": uninterrupted, "worker-1": uninterrupted}
 
 
+def test_a_resume_in_the_middle_of_an_epoch_starts_at_its_step_and_ends_as_an_uninterrupted_run(
+    compose_project, uninterrupted
+):
+    # A checkpoint every 100 steps of 250-step epochs: the one at step 300 is in epoch 2's middle.
+    project = compose_project(RECOVERY, environment={**SLOW, "TRAIN_CHECKPOINT_STEPS": "100"})
+    code, output = verdict_killing(project, "worker-1", when="checkpoint | step 300 saved")
+
+    assert code == 0, output
+    assert re.search(
+        r"1: worker-1 exited 137 \(killed by SIGKILL\)(, worker-0 exited 5)?, resumed from step 300", output
+    )
+    for service in ("worker-0", "worker-1"):
+        log = project.logs(service)
+        assert "checkpoint | resuming from step 300 (/checkpoints/step-00000300)" in log
+        # Epoch 1 was trained once, before the kill; the restart began in epoch 2, not at step 0.
+        assert log.count("epoch:   1/3") == 1, log[-3000:]
+    # The epoch's loss so far and its accuracy came back with the checkpoint: bit for bit the same.
+    assert finals(project) == {"worker-0": uninterrupted, "worker-1": uninterrupted}
+
+
+def test_workers_offered_different_steps_to_resume_from_are_refused_not_trained_out_of_step(tmp_path, compose_project):
+    # Worker 1 gets a checkpoints volume of its own, which the chief never writes to: after its
+    # crash at step 6 the chief resumes from step 4 and worker 1 from nothing.
+    separate = tmp_path / "separate.yaml"
+    separate.write_text(
+        "services:\n"
+        "  worker-1:\n"
+        "    environment:\n"
+        "      TFCLUSTER_FAULT_EXIT_AT_STEP: '6'\n"
+        "    volumes: !override [results:/results, elsewhere:/checkpoints]\n"
+        "volumes:\n"
+        "  elsewhere:\n"
+        "    driver_opts: {type: tmpfs, device: tmpfs, o: 'uid=1000,gid=1000,mode=0700,size=16m'}\n"
+    )
+    project = compose_project(RECOVERY, str(separate))
+    result = project.verdict(timeout=180)
+
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout
+    assert project.exit_code("keeper") == ExitCode.GAVE_UP
+    assert "a configuration error, which a restart would only repeat" in result.stdout
+    reason = (
+        "the workers would resume from different steps (this one from {}, the mean is 2): every worker "
+        "must see the chief's TF_CHECKPOINT_DIR"
+    )
+    assert reason.format(4) in project.logs("worker-0")
+    assert reason.format(0) in project.logs("worker-1")
+    # Neither trained a step out of step: both stopped at the agreement, before step 5.
+    assert "checkpoint | resuming from step 4" in project.logs("worker-0")
+    assert "checkpoint | none in /checkpoints: starting at step 0" in project.logs("worker-1")
+
+
 def test_a_failure_that_keeps_coming_back_ends_at_the_restart_limit(tmp_path, compose_project):
     # Worker 1 crashes after step 6 every time: resumed from step 4, it gets there again.
     crash = override(tmp_path, {"worker-1": {"TFCLUSTER_FAULT_EXIT_AT_STEP": "6"}})

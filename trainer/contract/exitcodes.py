@@ -18,5 +18,9 @@ class ExitCode(enum.IntEnum):
     OUT_OF_MEMORY = 9
     # No worker's program made progress for TF_STALL_TIMEOUT: each dumped its stack and was stopped.
     STALLED = 10
+    # 11 is scripts/nodes' (a step that failed on the machine).
+    # A volume filled up: the results volume (the logs, TF_RESULTS_SIZE) or the checkpoints one
+    # (TF_CHECKPOINTS_SIZE); the line names which.
+    VOLUME_FULL = 12
     # 128 + SIGTERM, as a shell reports a process ended by SIGTERM.
     TERMINATED = 143

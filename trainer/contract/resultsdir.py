@@ -11,15 +11,28 @@ For each worker `NAME` the launcher keeps three files in a directory shared with
   keeper (trainer/keeper/keeper.py) adds to its earlier runs' lines instead of erasing them.
 
 The keeper keeps the same three files under its own name, and adds what it did to its status.
+
+The volume is small (compose.yaml's `results`, a tmpfs of TF_RESULTS_SIZE, 64m by default) and
+shared by every worker's log, so a chatty program can fill it. A full volume must not end the
+launcher, its log forwarder or its watchdog in a traceback, nor leave the verifier without a
+status: the recorder keeps a little space of its own (`NAME.reserve`), stops appending to the log
+at the first write that fails, tells its owner once (`on_full`), and gives the reserve back just
+before it writes the final status, which then fits.
 """
 
+import contextlib
 import dataclasses
+import errno
 import fcntl
 import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+# What the recorder keeps aside for its final status (a page or two of JSON at most).
+RESERVE_BYTES = 64 * 1024
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,32 +52,92 @@ class WorkerFiles:
     def log(self) -> Path:
         return self.directory / f"{self.name}.log"
 
+    @property
+    def reserve(self) -> Path:
+        return self.directory / f"{self.name}.reserve"
+
+
+def volume_size(directory: Path) -> int | None:
+    """The size in bytes of the file system `directory` is on, if it can be told."""
+    try:
+        info = os.statvfs(directory)
+    except OSError:
+        return None
+    return info.f_blocks * info.f_frsize
+
 
 class Recorder:
-    """The launcher's side: hold the lock, write the status, append the log."""
+    """The launcher's side: hold the lock, write the status, append the log.
 
-    def __init__(self, files: WorkerFiles, **published):
+    `on_full(error)` is called once, from whichever thread's line found the volume full (or
+    otherwise unwritable); the log is not appended to from then on.
+    """
+
+    def __init__(self, files: WorkerFiles, *, on_full: Callable[[OSError], None] | None = None, **published):
         self._files = files
+        self.on_full = on_full
+        # The first write that failed, once one has: the log stops there, after `written` characters.
+        self.full: OSError | None = None
+        self.written = 0
+        self._guard = threading.Lock()
         files.directory.mkdir(parents=True, exist_ok=True)
         self._lock = open(files.lock, "a")  # noqa: SIM115 - held open for the process's lifetime.
         fcntl.flock(self._lock, fcntl.LOCK_EX)
+        self._keep_reserve()
         self._log = open(files.log, "a", encoding="utf-8")  # noqa: SIM115 - closed in finish().
         self._write_status({"state": "running", "pid": os.getpid(), **published})
 
+    @property
+    def directory(self) -> Path:
+        return self._files.directory
+
     def log_line(self, line: str) -> None:
-        self._log.write(line)
-        self._log.flush()
+        with self._guard:
+            if self.full is not None:
+                return
+            try:
+                self._log.write(line)
+                self._log.flush()
+            except OSError as error:
+                self.full = error
+            else:
+                self.written += len(line)
+                return
+        if self.on_full is not None:
+            self.on_full(self.full)
 
     def finish(self, exit_code: int, **details) -> None:
-        self._log.close()
-        self._write_status({"state": "exited", "exit_code": exit_code, **details})
+        with self._guard:
+            try:
+                self._log.close()
+            except OSError as error:  # What was still buffered did not fit.
+                self.full = self.full or error
+            # The room kept for this, given back just before it is needed.
+            self._files.reserve.unlink(missing_ok=True)
+            if self.full is not None:
+                details = {"volume_full": _why(self.full), **details}
+            # Should not even that fit, the verifier finds the lock gone and no final status (killed).
+            with contextlib.suppress(OSError):
+                self._write_status({"state": "exited", "exit_code": exit_code, **details})
         # The lock goes with the process; releasing it here only makes the verdict a little sooner.
         fcntl.flock(self._lock, fcntl.LOCK_UN)
+
+    def _keep_reserve(self) -> None:
+        """Room for the final status, however full the volume gets meanwhile (a tmpfs allocates on write)."""
+        try:
+            with open(self._files.reserve, "wb") as reserve:
+                reserve.write(b"\0" * RESERVE_BYTES)
+        except OSError:
+            self._files.reserve.unlink(missing_ok=True)  # Full already: the log's first line will say so.
 
     def _write_status(self, status: dict) -> None:
         temporary = self._files.status.with_suffix(".status.tmp")
         temporary.write_text(json.dumps(status), encoding="utf-8")
         os.replace(temporary, self._files.status)
+
+
+def _why(error: OSError) -> str:
+    return "no space left" if error.errno in (errno.ENOSPC, errno.EDQUOT) else (error.strerror or str(error))
 
 
 @dataclasses.dataclass(frozen=True)

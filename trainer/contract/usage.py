@@ -54,5 +54,13 @@ def mebibytes(count: int | None) -> str:
     return "?" if count is None else f"{count / 2**20:.0f} MiB"
 
 
+def size_text(count: int) -> str:
+    """A size as people write it: KiB below a MiB, MiB below a GiB, else GiB."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20)):
+        if count >= scale:
+            return f"{count / scale:.3g} {unit}"
+    return f"{count / 2**10:.3g} KiB"
+
+
 def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

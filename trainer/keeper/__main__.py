@@ -7,6 +7,7 @@ import os
 import signal
 import socket
 import sys
+import time
 from pathlib import Path
 
 import docker
@@ -15,7 +16,7 @@ import docker.errors
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder, WorkerFiles
-from trainer.contract.settings import KeeperSettings
+from trainer.contract.settings import KeeperSettings, LaunchSettings
 from trainer.keeper.keeper import NAME, PROJECT_LABEL, Keeper
 
 
@@ -30,13 +31,20 @@ def main() -> int:
     recorder = recorder_in(settings.results_dir)
     limit = settings.restart_limit
     try:
+        # The verifier's bound on the whole run, from the same deadlines: every run of the cluster may
+        # take its join and run deadlines.
+        deadlines = LaunchSettings.from_env(os.environ, only=("join_timeout", "run_timeout"))
+    except ValueError as error:
+        return config_error("keeper", str(error), recorder)
+    deadline = time.time() + (limit + 1) * (deadlines.join_timeout + deadlines.run_timeout) + 30
+    try:
         client = docker.from_env()
         # Its own container says which Compose project to keep (its hostname is its container ID).
         project = client.containers.get(socket.gethostname()).labels[PROJECT_LABEL]
     except (ValueError, KeyError, docker.errors.DockerException) as error:
         return config_error("keeper", str(error), recorder)
 
-    keeper = Keeper(client, project, limit=limit, recorder=recorder)
+    keeper = Keeper(client, project, limit=limit, recorder=recorder, deadline=deadline)
 
     def stop(signum, _frame):
         raise SystemExit(ExitCode.TERMINATED)

@@ -13,8 +13,13 @@ so a death it caused itself, or one it learned of twice, cannot make it act twic
 goes to the results directory as `keeper.status`/`.log`/`.lock` (trainer/contract/resultsdir.py), where the
 verifier waits for it before judging the workers.
 
-Exit codes: 0 every worker finished well; 8 it gave up (limit reached, or a failure a restart
-cannot cure, such as a configuration error); 2 bad configuration; 143 stopped by a signal.
+Every wait is bounded: for a worker to die, by the whole run's deadline (each run of the cluster
+may take its join and run deadlines, as the verifier counts them); for a killed worker to stop,
+by KILL_WAIT.
+
+Exit codes: 0 every worker finished well; 8 it gave up (limit reached, a failure a restart cannot
+cure, such as a configuration error, or a wait past its bound); 2 bad configuration; 143 stopped
+by a signal.
 """
 
 import contextlib
@@ -26,12 +31,15 @@ import time
 
 import docker
 import docker.errors
+import requests.exceptions
 
 from trainer.contract.console import show
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder
 
 ROLE_LABEL = "tfcluster.role=worker"
+# How long a SIGKILLed worker may take to be reported stopped: the engine's own work, seconds at most.
+KILL_WAIT = 30
 PROJECT_LABEL = "com.docker.compose.project"
 NAME = "keeper"
 # Failures a restart would only repeat: the worker's own verdict on its configuration or result.
@@ -40,6 +48,8 @@ NOT_RESTARTABLE = {
     ExitCode.TRAINING_CHECK_FAILED: "a failed check",
     # The same program on the same limit runs out of memory again: raise TF_WORKER_MEMORY instead.
     ExitCode.OUT_OF_MEMORY: "out of memory",
+    # The same checkpoint or log fills the same volume again: raise TF_CHECKPOINTS_SIZE or TF_RESULTS_SIZE.
+    ExitCode.VOLUME_FULL: "a full volume",
 }
 
 
@@ -70,11 +80,21 @@ def _sortable(moment: str) -> str:
 
 
 class Keeper:
-    def __init__(self, client: docker.DockerClient, project: str, *, limit: int, recorder: Recorder | None):
+    def __init__(
+        self,
+        client: docker.DockerClient,
+        project: str,
+        *,
+        limit: int,
+        recorder: Recorder | None,
+        deadline: float | None = None,
+    ):
         self._client = client
         self._filters = {"label": [f"{PROJECT_LABEL}={project}", ROLE_LABEL]}
         self._limit = limit
         self._recorder = recorder
+        # Wall-clock seconds: the engine's event stream ends there (its `until`).
+        self._deadline = deadline
         self.restarts: list[dict] = []
 
     def say(self, line: str) -> None:
@@ -82,7 +102,9 @@ class Keeper:
 
     def run(self) -> int:
         # Subscribed before the first look, so no death falls between the two.
-        events = self._client.events(decode=True, filters={**self._filters, "type": "container", "event": "die"})
+        filters = {**self._filters, "type": "container", "event": "die"}
+        bound = {"until": int(self._deadline)} if self._deadline else {}
+        events = self._client.events(decode=True, filters=filters, **bound)
         try:
             workers = self._workers()
             if not workers:
@@ -98,7 +120,11 @@ class Keeper:
                     return outcome
                 # Blocks until some worker dies; then it looks again at all of them.
                 if next(events, None) is None:
-                    self.say("gave up: the Docker engine closed its event stream")
+                    if self._deadline and time.time() >= self._deadline - 1:
+                        self.say("gave up: the run's deadline passed with workers still running; stopping every worker")
+                        self._kill_all(self._workers())
+                    else:
+                        self.say("gave up: the Docker engine closed its event stream")
                     return ExitCode.GAVE_UP
         finally:
             events.close()
@@ -174,4 +200,8 @@ class Keeper:
             with contextlib.suppress(docker.errors.APIError):  # It had already stopped.
                 container.kill()
         for container in containers:
-            container.wait(condition="not-running")
+            try:
+                container.wait(condition="not-running", timeout=KILL_WAIT)
+            except requests.exceptions.RequestException:
+                name = container.labels.get("com.docker.compose.service", container.name)
+                raise docker.errors.DockerException(f"{name} was not stopped {KILL_WAIT}s after SIGKILL") from None

@@ -36,6 +36,7 @@ from trainer.launcher import rendezvous
 from trainer.launcher.barrier import Barrier, meeting_interval
 from trainer.launcher.failures import LaunchFailure
 from trainer.launcher.forked import Forking
+from trainer.launcher.fullresults import FullResults
 from trainer.launcher.health import Health
 from trainer.launcher.lingering import linger_then_close
 from trainer.launcher.peers import PeerWatch, recorded_exits, watch_peers
@@ -79,13 +80,11 @@ class Supervisor:
         self._me = cluster.address
         self.say = functools.partial(_say, f"launcher | {self._me}: ", recorder)
         self._base_port = rendezvous_base_port
-        # Where the peers' statuses tell how they ended, for one gone before a heartbeat saw it. A
-        # peer ends after it has met this worker, so a status older than this launcher is a stale
-        # one; the slack is for file systems that keep modification times to the second or two.
+        # Where the peers' statuses tell how they ended, for one gone before a heartbeat saw it. A peer
+        # ends after it met this worker, so an older status is stale (slack: file times to the second).
         self._recorded_exit = recorded_exits(results_dir, own_host=cluster.host, since=time.time() - 2)
-        self._server = rendezvous.Server(
-            fingerprint, rendezvous.rendezvous_port(cluster, cluster.index, rendezvous_base_port)
-        )
+        port = rendezvous.rendezvous_port(cluster, cluster.index, rendezvous_base_port)
+        self._server = rendezvous.Server(fingerprint, port)
         self._stop = StopRequest()
         # Made by run(); the signal handler stops the watchdog and the program once they exist.
         self._watches: list[PeerWatch] = []
@@ -95,6 +94,7 @@ class Supervisor:
         self._health = Health()
         self._server.serve_health(self._health.to_record)
         self._usage = None  # What the program used, once it has ended: recorded in the status.
+        self._full = FullResults(recorder, say=self.say, stop=lambda: self._program and self._program.stop())
 
     def handle_signal(self, signal_number, _frame) -> None:
         if not self._stop.request(signal_number):
@@ -135,6 +135,7 @@ class Supervisor:
         except LaunchFailure as failure:
             # The reason is the whole line, so that the verdict names which worker's launcher said it.
             exit_code, reason = failure.exit_code, self.say(failure.message)
+        exit_code, reason = self._full.outcome(exit_code, reason, signalled=self._stop.requested)
         self._end(exit_code, reason)
         # The watches go on asking meanwhile: a peer seen ending is waited for no longer.
         linger_then_close(server=self._server, watches=self._watches, stop=self._stop)

@@ -14,8 +14,8 @@ from trainer.contract import gate
 from trainer.contract.console import show
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.settings import RecoverySettings, TrainingSettings
-from trainer.training.checkpoints import Store
-from trainer.training.failure import check_failed, configuration_failed
+from trainer.training.checkpoints import CheckpointDidNotFit, Store
+from trainer.training.failure import check_failed, configuration_failed, volume_full
 from trainer.training.faults import step_faults
 from trainer.training.outcome import TrainingCheckFailed, check
 from trainer.training.output import epoch_line, final_json, final_line
@@ -65,6 +65,8 @@ def main() -> int:
         result = train(cluster, settings, callbacks=callbacks, say=say, store=store)
     except ResumeMismatch as error:
         return configuration_failed(str(error))
+    except CheckpointDidNotFit as error:
+        return volume_full(str(error))
     try:
         check(result, min_accuracy=settings.min_accuracy)
     except TrainingCheckFailed as failure:

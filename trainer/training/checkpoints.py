@@ -7,9 +7,16 @@ their own and delete it (the TF multi-worker guide's rule). The chief writes int
 system is atomic, so a `step-N` directory is always whole, and a crash in the middle of a save
 leaves only a partial directory, which the next start ignores and removes.
 
+A checkpoint that does not fit in its volume (compose.yaml's `checkpoints`, a tmpfs of
+TF_CHECKPOINTS_SIZE) fails as cleanly: its partial directory is removed, the newest complete
+checkpoint is left as it was, and `CheckpointDidNotFit` says so, with the volume's size and what
+was left of it; the trainer exits 12 on it, which the keeper does not restart (a restart would fill
+the volume again at the same step).
+
 This module knows nothing of TensorFlow: it is given the checkpoint's `write(prefix)`.
 """
 
+import errno
 import os
 import re
 import shutil
@@ -18,6 +25,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from trainer.contract.usage import size_text
+
 # tf.train.Checkpoint.write(DIR/state) makes DIR/state.index and DIR/state.data-*.
 PREFIX = "state"
 # Complete checkpoints kept: the newest, which a restart loads, and the one before it, for a
@@ -25,6 +34,14 @@ PREFIX = "state"
 KEEP = 2
 _COMPLETE = re.compile(r"^step-(\d{8,})$")
 _PARTIAL = ".partial-"
+
+
+# How TensorFlow's file system reports ENOSPC: in its error's message (its errors are no OSError).
+_NO_SPACE = "No space left on device"
+
+
+class CheckpointDidNotFit(Exception):
+    """A save the checkpoints volume had no room for; its message is the line to print."""
 
 
 class Store:
@@ -63,10 +80,16 @@ class Store:
         started = time.monotonic()
         partial = self.directory / f"{_PARTIAL}{step_name(step)}"
         shutil.rmtree(partial, ignore_errors=True)
-        partial.mkdir()
         self._say(f"checkpoint | saving step {step}")
-        write(str(partial / PREFIX))
-        _sync_directory_files(partial)
+        try:
+            partial.mkdir()
+            write(str(partial / PREFIX))
+            _sync_directory_files(partial)
+        except Exception as error:
+            if not _no_space(error):
+                raise
+            shutil.rmtree(partial, ignore_errors=True)
+            raise CheckpointDidNotFit(self._did_not_fit(step)) from None
         if self._commit_delay:
             self._say(f"checkpoint | step {step} written, committing in {self._commit_delay:g}s (a fault asked for)")
             time.sleep(self._commit_delay)
@@ -78,6 +101,25 @@ class Store:
         self._say(f"checkpoint | step {step} saved to {final} in {time.monotonic() - started:.2f}s")
         for old in complete_steps(self.directory)[:-KEEP]:
             shutil.rmtree(self.directory / step_name(old), ignore_errors=True)
+
+    def _did_not_fit(self, step: int) -> str:
+        steps = complete_steps(self.directory)
+        kept = f"step {steps[-1]} (the newest complete checkpoint) is intact" if steps else "none was saved before"
+        try:
+            info = os.statvfs(self.directory)
+            room = f"{size_text(info.f_blocks * info.f_frsize)}, {size_text(info.f_bavail * info.f_frsize)} free"
+        except OSError:
+            room = "its size unknown"
+        return (
+            f"checkpoint | step {step} does not fit in the checkpoints volume {self.directory} ({room}; "
+            f"TF_CHECKPOINTS_SIZE): partial files removed; {kept}"
+        )
+
+
+def _no_space(error: Exception) -> bool:
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    return _NO_SPACE in str(error)
 
 
 def step_name(step: int) -> str:

@@ -1,9 +1,10 @@
 """How the trainer ends on a failure of its own: a line on stderr for people, a JSON event for programs.
 
-Its own failures are a configuration error (exit 2, the resume mismatch included) and a failed
-check of its result (exit 3). The line is the one every role prints (trainer.contract.console);
-the event, `{"event": "failed", "exit_code": N, "reason": LINE}` on stdout, is what the verifier
-reads (trainer/verifier/reasons.py) when the launcher's status gives no reason of its own.
+Its own failures are a configuration error (exit 2, the resume mismatch included), a failed
+check of its result (exit 3) and a checkpoint its volume had no room for (exit 12). The line is
+the one every role prints (trainer.contract.console); the event, `{"event": "failed",
+"exit_code": N, "reason": LINE}` on stdout, is what the verifier reads (trainer/verifier/reasons.py)
+when the launcher's status gives no reason of its own.
 """
 
 import sys
@@ -36,6 +37,13 @@ def check_failed(reason: str) -> int:
     print(message, file=sys.stderr, flush=True)
     _print_event(ExitCode.TRAINING_CHECK_FAILED, message)
     return ExitCode.TRAINING_CHECK_FAILED
+
+
+def volume_full(reason: str) -> int:
+    message = f"trainer: {reason}"
+    print(message, file=sys.stderr, flush=True)
+    _print_event(ExitCode.VOLUME_FULL, message)
+    return ExitCode.VOLUME_FULL
 
 
 def _print_event(exit_code: int, reason: str) -> None:

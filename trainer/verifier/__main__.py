@@ -21,9 +21,9 @@ from trainer.verifier.verdict import WorkerReport, judge
 
 EPILOG = """\
 examples:
-  scripts/verify worker-0.log worker-1.log              # saved logs, paths from where you are
-  scripts/verify --json --junit verdict.xml logs/*.log  # the verdict as JSON, and as JUnit XML
-  scripts/verify --exit-codes worker-0=0,worker-1=1 logs/*.log   # with the workers' exit codes
+  scripts/verify --exit-codes worker-0=0,worker-1=0 worker-0.log worker-1.log  # logs and their exits
+  scripts/verify --exit-codes-from codes.txt --json --junit v.xml logs/*.log   # JSON and JUnit XML
+  scripts/verify --allow-unknown-exits worker-0.log worker-1.log  # logs whose exit codes are lost
   docker compose ps -a --format '{{.Service}} {{.ExitCode}}' worker-0 worker-1 > codes.txt
   scripts/verify --exit-codes-from codes.txt logs/*.log          # the same, as CI writes them
   scripts/verify --lost "worker-2=its host went down" worker-1.log   # a worker with no log to judge
@@ -89,9 +89,12 @@ def parse_arguments(argv: list[str]) -> argparse.Namespace:
         parser.error("give either --results DIR or log files, not both or neither")
     if arguments.keeper and not arguments.results:
         parser.error("--keeper needs --results")
-    if arguments.results and (arguments.exit_codes is not None or arguments.exit_codes_from or arguments.lost):
+    if arguments.results and (
+        arguments.exit_codes is not None or arguments.exit_codes_from or arguments.lost or arguments.allow_unknown_exits
+    ):
         parser.error(
-            "--exit-codes, --exit-codes-from and --lost are for log files (with --results, the workers record theirs)"
+            "--exit-codes, --exit-codes-from, --allow-unknown-exits and --lost are for log files (with --results, "
+            "the workers record theirs)"
         )
     if arguments.timeout is not None and arguments.timeout <= 0:
         parser.error(f"--timeout ({arguments.timeout}) must be positive")
@@ -113,6 +116,12 @@ def add_exit_code_options(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="with log files: exit codes as `NAME CODE` lines, e.g. what "
         "`docker compose ps --all --format '{{.Service}} {{.ExitCode}}'` prints",
+    )
+    parser.add_argument(
+        "--allow-unknown-exits",
+        action="store_true",
+        help="with log files: judge a log given no exit code by its contents alone (default: off, such a "
+        "worker fails the verdict, as a live worker with no exit status does)",
     )
     parser.add_argument(
         "--lost",
@@ -148,6 +157,7 @@ def saved_logs(arguments: argparse.Namespace) -> list[WorkerReport]:
     missing = [str(path) for path in arguments.logs if not path.is_file()]
     if missing:
         raise ValueError(f"no such log file: {', '.join(missing)}")
+    given_exits.check_distinct(arguments.logs)
     pairs = given_exits.from_option(arguments.exit_codes or "")
     if arguments.exit_codes_from:
         try:
@@ -209,6 +219,7 @@ def main(argv: list[str]) -> int:
         recovery=recovery,
         network=shaped,
         cluster=cluster,
+        unknown_exits_fail=not arguments.allow_unknown_exits,
     )
     if arguments.results and not arguments.json:
         # The live verdict as data, before the table people read last: whoever drove the run reads

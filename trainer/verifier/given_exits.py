@@ -11,11 +11,17 @@ container's code, so it can say. Two forms, both easy to write:
 A name is a log's (its file's stem), or a Compose container's (`/PROJECT-worker-0-1`, as
 `docker inspect` gives it), matched to the one log whose name it ends with. A name that matches no
 log, a code that is no integer in [0, 255] or a worker given two codes is a ValueError: one line
-naming it (a config error, exit 2).
+naming it (a config error, exit 2). So are two logs of one worker (the same name, or the same
+bytes under two names: a copy proves nothing of a second worker), which would agree by themselves.
+
+A log given no code fails the verdict, as a live worker with no exit status does, unless the
+caller asks otherwise (`--allow-unknown-exits`, for a log whose program has no exit code to give).
 """
 
+import hashlib
 import re
 from collections.abc import Iterable
+from pathlib import Path
 
 _HIGHEST = 255  # What an exit status can be.
 
@@ -56,6 +62,22 @@ def match(pairs: Iterable[tuple[str, str]], logs: list[str]) -> dict[str, int]:
             raise ValueError(f"exit codes: {log} is given two exit codes, {codes[log]} and {code}")
         codes[log] = code
     return codes
+
+
+def check_distinct(paths: list[Path]) -> None:
+    """Refuses two logs of one worker: the same name twice, or the same bytes twice; a ValueError."""
+    by_name: dict[str, Path] = {}
+    by_content: dict[str, Path] = {}
+    for path in paths:
+        if path.stem in by_name:
+            raise ValueError(f"two logs for {path.stem}: {by_name[path.stem]} and {path} (one log per worker)")
+        by_name[path.stem] = path
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        if digest in by_content:
+            raise ValueError(
+                f"{by_content[digest]} and {path} are the same log, byte for byte: each worker's own log is needed"
+            )
+        by_content[digest] = path
 
 
 def lost(items: list[str], logs: list[str]) -> dict[str, str]:

@@ -76,8 +76,10 @@ def judge(
     recovery: Recovery | None = None,
     network: tuple[str, ...] = (),
     cluster: list[str] | None = None,
+    unknown_exits_fail: bool = False,
 ) -> Verdict:
-    """`cluster`: the harness's worker addresses, when known, which every worker's strategy must have resolved."""
+    """`cluster`: the harness's worker addresses, when known, which every worker's strategy must have
+    resolved. `unknown_exits_fail`: a saved log given no exit code fails (scripts/verify's default)."""
     observed = {report.name: sessions(report.log) for report in reports if report.state not in ("missing", "lost")}
     statuses = {report.name: _status_and_problem(report) for report in reports}
     synchronization = judge_synchronization(
@@ -87,6 +89,8 @@ def judge(
         cluster=cluster,
     )
     outcomes = [_judge_worker(report, statuses[report.name], expected_workers, synchronization) for report in reports]
+    if unknown_exits_fail:
+        outcomes = [_unknown_exit_failed(outcome) if outcome.status == "log" else outcome for outcome in outcomes]
     if len(reports) < expected_workers:
         outcomes.append(
             WorkerOutcome(
@@ -134,6 +138,14 @@ def _judge_worker(
         elif metrics.get("replicas") != expected_workers:
             problem = f"replicas={metrics.get('replicas')}, expected {expected_workers}"
     return WorkerOutcome(name=report.name, status=status, metrics=metrics, problem=problem)
+
+
+def _unknown_exit_failed(outcome: WorkerOutcome) -> WorkerOutcome:
+    """A saved log with no exit code given: whatever it says, the worker may not have exited 0."""
+    if outcome.problem is not None:
+        return outcome  # Its log already says what went wrong.
+    problem = "exit status unknown: give it (--exit-codes, --exit-codes-from), or pass --allow-unknown-exits"
+    return dataclasses.replace(outcome, problem=problem)
 
 
 def _failed_without_metrics(log: str, metrics: dict | None) -> bool:

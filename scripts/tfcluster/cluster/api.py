@@ -141,6 +141,7 @@ class Cluster:
             name=name,
             name_given=name_given,
             warm=self.warm,
+            socket_gid=_socket_gid(self.environ) if self.recover else None,
         )
 
     def _project_name(self) -> tuple[str, bool]:
@@ -222,6 +223,14 @@ class Cluster:
         # A baked run's file requires its image's name, which tearing down needs no image of.
         environment.setdefault("TFCLUSTER_BAKED_IMAGE", TEARDOWN_IMAGE)
         return ComposeProject.from_environment({**self.environ, **environment}).quietly(*DOWN).returncode
+
+
+def _socket_gid(environ: Mapping[str, str]) -> int | None:
+    """The group of the Docker socket compose.recovery.yaml mounts (DOCKER_SOCKET), if it is here."""
+    try:
+        return os.stat(environ.get("DOCKER_SOCKET") or "/var/run/docker.sock").st_gid
+    except OSError:
+        return None
 
 
 def execute(plan: Plan, environ: Mapping[str, str]) -> Run:

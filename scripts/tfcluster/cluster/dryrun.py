@@ -58,7 +58,7 @@ def describe(plan: Plan, environ) -> str:
         + (f" and {shaper_image} (shaper-0)" if plan.profile else "")
         + (", unless current (--dev: its code aside)" if plan.dev else ", unless current"),
     ]
-    rendering = shlex.join(["scripts/workers.py", str(plan.worker_count), *plan.workers_options()])
+    rendering = shlex.join(["scripts/workers.py", str(plan.worker_count), *workers_options(plan)])
     if plan.renders_workers:
         lines.append(f"rendered       {workers_file}, by {rendering}")
     if plan.trainer_script:
@@ -78,6 +78,17 @@ def describe(plan: Plan, environ) -> str:
 
     lines += _model_lines(plan, environment, override, rendering)
     return "\n".join(lines) + "\n"
+
+
+def workers_options(plan: Plan) -> list[str]:
+    """scripts/workers.py's options for the run's compose.workers.yaml, as one would render it by hand."""
+    chosen = [
+        ("--own-trainer", plan.trainer_script is not None),
+        ("--project", plan.project is not None),
+        ("--baked", plan.bakes),
+        ("--data", plan.has_data),
+    ]
+    return [option for option, wanted in chosen if wanted]
 
 
 def _options_lines(plan: Plan, texts: dict[str, str], variables: dict[str, str]) -> list[str]:

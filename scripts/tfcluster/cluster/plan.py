@@ -60,6 +60,8 @@ class Plan:
     slot: str | None = None
     # --warm: on the warm cluster, brought up first if need be (tfcluster/cluster/warm.py).
     warm: bool = False
+    # --recover: the Docker socket's group, which the keeper is given instead of root (None: unknown).
+    socket_gid: int | None = None
 
     @property
     def folder(self) -> str:
@@ -90,16 +92,6 @@ class Plan:
     def steps(self) -> list:
         """What the run does, in order: the one list that `execute` runs and the dry run prints."""
         return steps.of(self)
-
-    def workers_options(self) -> list[str]:
-        """scripts/workers.py's options for this run's compose.workers.yaml."""
-        chosen = [
-            ("--own-trainer", self.trainer_script is not None),
-            ("--project", self.project is not None),
-            ("--baked", self.bakes),
-            ("--data", self.has_data),
-        ]
-        return [option for option, wanted in chosen if wanted]
 
     def override(self) -> str | None:
         """compose.workers.yaml's text, for a number of workers other than compose.yaml's."""
@@ -182,6 +174,9 @@ class Plan:
             environment |= _project_environment(self.project, baked_image, paths.ROOT / self.generated(ENV_FILE))
         if self.profile:
             environment["TF_NETWORK_PROFILE"] = self.profile
+        if self.recover and self.socket_gid is not None:
+            # The keeper as the workers' user, with the one group that opens the socket (compose.recovery.yaml).
+            environment |= {"TFCLUSTER_KEEPER_USER": "1000:1000", "DOCKER_SOCKET_GID": str(self.socket_gid)}
         return environment
 
 

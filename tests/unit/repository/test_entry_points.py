@@ -16,7 +16,7 @@ LOGS = FIXTURES / "logs"
 def test_the_host_verifier_reads_logs_relative_to_where_it_is_run():
     # scripts/verify needs only python3, and takes paths as the user gives them.
     result = subprocess.run(
-        [str(ROOT / "scripts" / "verify"), "worker-0.log", "worker-1.log"],
+        [str(ROOT / "scripts" / "verify"), "worker-0.log", "worker-1.log", "--exit-codes", "worker-0=0,worker-1=0"],
         cwd=LOGS / "tutorial",
         capture_output=True,
         text=True,
@@ -27,14 +27,41 @@ def test_the_host_verifier_reads_logs_relative_to_where_it_is_run():
 
 
 def test_verify_passes_the_tutorials_logs():
+    logs = [str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log")]
+    for asked in (["--exit-codes", "worker-0=0,worker-1=0"], ["--allow-unknown-exits"]):
+        result = run_python("-m", "trainer.verifier", *logs, *asked)
+        assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+        assert (
+            "verdict: PASS: 2 of 2 workers agree: replicas=2 initial_loss=0.7459 final_loss=0.4168 "
+            "final_accuracy=0.8281" in result.stdout
+        )
+
+
+def test_saved_logs_whose_exit_is_unknown_fail_unless_asked_otherwise():
+    # A saved log holds no exit status: agreeing metrics alone do not say the worker exited 0.
     result = run_python(
         "-m", "trainer.verifier", str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log")
     )
-    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert result.returncode == ExitCode.VERIFICATION_FAILED
     assert (
-        "verdict: PASS: 2 of 2 workers agree: replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+        "  - worker-0: exit status unknown: give it (--exit-codes, --exit-codes-from), or pass --allow-unknown-exits"
         in result.stdout
     )
+
+
+def test_two_logs_of_one_worker_are_refused(tmp_path):
+    # The same log twice, or a copy under another name, would agree with itself.
+    tutorial = LOGS / "tutorial"
+    twice = run_python("-m", "trainer.verifier", str(tutorial / "worker-0.log"), str(tutorial / "worker-0.log"))
+    assert twice.returncode == ExitCode.CONFIG_ERROR
+    log = tutorial / "worker-0.log"
+    assert twice.stderr == f"verify: config error: two logs for worker-0: {log} and {log} (one log per worker)\n"
+    copy = tmp_path / "worker-1.log"
+    copy.write_bytes((tutorial / "worker-0.log").read_bytes())
+    copied = run_python("-m", "trainer.verifier", str(tutorial / "worker-0.log"), str(copy), "--allow-unknown-exits")
+    assert copied.returncode == ExitCode.CONFIG_ERROR
+    assert "are the same log, byte for byte: each worker's own log is needed" in copied.stderr
+    assert copied.stdout == ""
 
 
 def test_verify_fails_differing_logs_naming_metric_and_workers(tmp_path):

@@ -1,5 +1,7 @@
 """The results protocol between a worker's launcher and the verifier, with real processes."""
 
+import json
+import os
 import signal
 import subprocess
 import sys
@@ -169,3 +171,29 @@ def test_verify_waits_on_a_results_directory(tmp_path):
     result = run_python("-m", "trainer.verifier", "--results", str(tmp_path), "--workers", "solo", "--timeout", "5")
     assert result.returncode == 0, result.stdout
     assert "verdict: PASS: 1 of 1 workers agree: replicas=1 final_loss=0.5000" in result.stdout
+
+
+def test_a_full_results_volume_stops_the_run_at_once_naming_the_volume_and_loses_no_status(tmp_path, launch):
+    # /dev/full answers every write with ENOSPC, as a full tmpfs does; the launcher's log is there.
+    os.symlink("/dev/full", tmp_path / "worker-0.log")
+    program = "import time; print('a line', flush=True); time.sleep(120); print('never')"
+    started = time.monotonic()
+    launcher = launch(tmp_path, [sys.executable, "-c", program])
+    stdout, _stderr = launcher.communicate(timeout=60)
+    assert launcher.returncode == ExitCode.VOLUME_FULL
+    # Promptly: the program is stopped at the first line that did not fit, not at its deadline.
+    assert time.monotonic() - started < 30
+    # Its output still reaches its own stdout (docker logs), and the launcher says why, once.
+    assert "a line" in stdout
+    stopping = [line for line in stdout.splitlines() if "the results volume" in line and not line.startswith("{")]
+    assert len(stopping) == 2  # When it found out, and its final reason (and that as data, the failed event).
+    assert f"the results volume {tmp_path} is full (" in stopping[0] and ", TF_RESULTS_SIZE): " in stopping[0]
+    assert "Traceback" not in stdout + _stderr
+    # The status, written in the room kept for it, says what happened.
+    status = json.loads((tmp_path / "worker-0.status").read_text())
+    assert status["exit_code"] == ExitCode.VOLUME_FULL
+    assert status["volume_full"] == "no space left"
+    assert "the results volume" in status["reason"]
+    assert not (tmp_path / "worker-0.reserve").exists()
+    # (Not read back through wait_for_exit: it reads the log, and /dev/full reads as endless zeros.)
+    assert recorded_exit_code(WorkerFiles(tmp_path, "worker-0")) == ExitCode.VOLUME_FULL

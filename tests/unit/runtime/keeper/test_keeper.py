@@ -1,8 +1,11 @@
 """The keeper's decisions (trainer/keeper/keeper.py), against a stand-in for the Docker API."""
 
 import json
+import time
 
+import docker.errors
 import pytest
+import requests.exceptions
 
 from trainer.contract.exitcodes import ExitCode
 from trainer.keeper.keeper import Keeper
@@ -30,8 +33,10 @@ class FakeContainer:
         if self.running:
             self.end(137)
 
-    def wait(self, condition):
-        assert condition == "not-running" and not self.running
+    def wait(self, condition, timeout=None):
+        assert condition == "not-running" and timeout is not None
+        if self.running:  # An engine that never reports the kill done: the SDK's read times out.
+            raise requests.exceptions.ReadTimeout(f"read timed out after {timeout}s")
 
     def start(self):
         self.cluster.calls.append(("start", self.name))
@@ -54,9 +59,10 @@ class FakeCluster:
         assert all and "tfcluster.role=worker" in filters["label"]
         return self.workers
 
-    def events(self, decode, filters):
+    def events(self, decode, filters, until=None):
         assert filters["event"] == "die"
         cluster = self
+        cluster.until = until
 
         class Events:
             def __iter__(self):
@@ -117,7 +123,9 @@ def test_at_the_limit_it_stops_every_worker_and_gives_up(capsys):
     )
 
 
-@pytest.mark.parametrize(("code", "why"), [(2, "a configuration error"), (3, "a failed check")])
+@pytest.mark.parametrize(
+    ("code", "why"), [(2, "a configuration error"), (3, "a failed check"), (9, "out of memory"), (12, "a full volume")]
+)
 def test_a_failure_a_restart_would_repeat_is_not_restarted(capsys, code, why):
     cluster = FakeCluster([ends(**{"worker-0": code})])
     kept = keeper(cluster)
@@ -199,3 +207,22 @@ def test_the_restart_limit_from_the_environment_is_the_keepers(tmp_path, capsys,
     assert keeper_module.main() == ExitCode.GAVE_UP
     assert "(TF_RESTART_LIMIT=0)" in capsys.readouterr().out
     assert json.loads((tmp_path / "keeper.status").read_text())["limit"] == 0
+
+
+def test_its_wait_for_a_death_ends_at_the_runs_deadline_and_it_stops_every_worker(capsys):
+    # The engine's stream ends at `until`, with the workers still running (a cluster that hangs).
+    cluster = FakeCluster([])
+    deadline = time.time() - 1
+    kept = Keeper(cluster, "project", limit=3, recorder=None, deadline=deadline)
+    assert kept.run() == ExitCode.GAVE_UP
+    assert cluster.until == int(deadline)
+    assert ("kill", "worker-0") in cluster.calls and ("kill", "worker-1") in cluster.calls
+    assert "keeper | gave up: the run's deadline passed with workers still running" in capsys.readouterr().out
+
+
+def test_a_killed_worker_the_engine_never_reports_stopped_ends_the_wait_with_its_name():
+    cluster = FakeCluster([ends(**{"worker-1": 1})])
+    stuck = cluster.workers[0]
+    stuck.kill = lambda: cluster.calls.append(("kill", stuck.name))  # The kill is taken, and never done.
+    with pytest.raises(docker.errors.DockerException, match="worker-0 was not stopped 30s after SIGKILL"):
+        keeper(cluster, limit=0).run()

@@ -107,3 +107,34 @@ def test_the_exit_fault_ends_the_process_after_its_step_only(monkeypatch):
         on_step(6)
     assert exits == [1]
     assert said == ["fault | exiting 1 after step 6, as TFCLUSTER_FAULT_EXIT_AT_STEP asks"]
+
+
+def test_a_checkpoint_that_does_not_fit_leaves_the_newest_one_as_it_was_and_says_so(tmp_path):
+    store, _ = chief(tmp_path)
+    store.save(4, fake_write)
+
+    def fills_the_volume(prefix: str) -> None:
+        Path(prefix + ".index").write_text("index")
+        # As TensorFlow reports its file system's ENOSPC: in the message of an error of its own.
+        raise RuntimeError(f"{prefix}.data-00000-of-00001; No space left on device")
+
+    with pytest.raises(checkpoints.CheckpointDidNotFit) as refused:
+        store.save(8, fills_the_volume)
+    message = str(refused.value)
+    assert message.startswith(f"checkpoint | step 8 does not fit in the checkpoints volume {tmp_path} (")
+    assert message.endswith(
+        "TF_CHECKPOINTS_SIZE): partial files removed; step 4 (the newest complete checkpoint) is intact"
+    )
+    # Nothing of the failed save is left; the one before is whole.
+    assert sorted(os.listdir(tmp_path)) == ["step-00000004"]
+    assert sorted(os.listdir(tmp_path / "step-00000004")) == ["state.data-00000-of-00001", "state.index"]
+
+
+def test_a_failed_write_that_is_not_for_space_is_no_full_volume(tmp_path):
+    store, _ = chief(tmp_path)
+
+    def breaks(_prefix: str) -> None:
+        raise ValueError("a bug of the program's")
+
+    with pytest.raises(ValueError, match="a bug"):
+        store.save(4, breaks)

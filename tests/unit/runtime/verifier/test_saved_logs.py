@@ -44,12 +44,15 @@ def logs(tmp_path):
     return [tmp_path / "worker-0.log", tmp_path / "worker-1.log"]
 
 
+UNKNOWN_EXIT = "exit status unknown: give it (--exit-codes, --exit-codes-from), or pass --allow-unknown-exits"
+
+
 def problems(result) -> list[str]:
     return [line.removeprefix("  - ") for line in result.stdout.splitlines() if line.startswith("  - ")]
 
 
 def test_a_log_without_metrics_shows_its_last_error_line(logs):
-    result = verify(*logs)
+    result = verify("--allow-unknown-exits", *logs)
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout + result.stderr
     assert problems(result) == [f"worker-1: no final metrics in its log; last error line: {LOST_REASON}"]
 
@@ -74,7 +77,8 @@ def test_a_worker_given_a_failed_exit_code_fails_even_with_agreeing_metrics(tmp_
     for index in (0, 1):
         shutil.copy(TUTORIAL / f"worker-{index}.log", tmp_path / f"worker-{index}.log")
     saved = [tmp_path / "worker-0.log", tmp_path / "worker-1.log"]
-    assert verify(*saved).returncode == ExitCode.OK  # Without exit codes, the logs alone pass.
+    # Asked to judge them without exit codes, the logs alone pass.
+    assert verify("--allow-unknown-exits", *saved).returncode == ExitCode.OK
     result = verify("--exit-codes", "worker-0=0,worker-1=137", *saved)
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout
     # Its log says no more than the launcher's last line (the observer's records are never the reason).
@@ -132,7 +136,9 @@ def test_exit_codes_from_a_file_as_ci_writes_it(logs, tmp_path, written_by):
     codes.write_text(written_by)
     result = verify("--exit-codes-from", codes, "--junit", tmp_path / "verdict.xml", *logs)
     assert result.returncode == ExitCode.VERIFICATION_FAILED
-    assert problems(result) == [f"worker-1: exited 5: {LOST_REASON}"]
+    # A worker the file gives no code (by hand, worker-0) fails too: its exit is unknown.
+    unknown = [] if "worker-0" in written_by else [f"worker-0: {UNKNOWN_EXIT}"]
+    assert problems(result) == [*unknown, f"worker-1: exited 5: {LOST_REASON}"]
     assert f"exited 5: {LOST_REASON}" in (tmp_path / "verdict.xml").read_text()
 
 
@@ -177,7 +183,7 @@ def test_a_lost_worker_fails_the_verdict_with_why_and_needs_no_log(logs, tmp_pat
         (["--exit-codes", "worker-1=0,worker-1=1"], "exit codes: worker-1 is given two exit codes, 0 and 1"),
         (
             ["--exit-codes", "worker-0=0", "--results", "/tmp"],
-            "--exit-codes, --exit-codes-from and --lost are for log files",
+            "--exit-codes, --exit-codes-from, --allow-unknown-exits and --lost are for log files",
         ),
     ],
 )
