@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tfcluster.ci import junit
 from tfcluster.nodes import hosts as node_hosts
 from tfcluster.nodes import registry as node_registry
 from tfcluster.nodes import swarm as node_swarm
@@ -199,6 +200,12 @@ def run(arguments: argparse.Namespace) -> int:
             ended = time.monotonic() - started
             say(f"all ended or lost in {ended:.1f}s")
             code = report(nodes, found, arguments.junit)
+        except (SystemExit, KeyboardInterrupt) as stopped:
+            # Stopped (SIGTERM, Ctrl-C): a CI job's report fails with it, as scripts/run's does.
+            if arguments.junit:
+                status = stopped.code if isinstance(stopped, SystemExit) and isinstance(stopped.code, int) else 130
+                junit.write(Path(arguments.junit), status=status, record=None, ran=True)
+            raise
         finally:
             if not node_swarm.remove(manager):
                 say(
