@@ -119,10 +119,11 @@ class SetUp:
 
     def run(self, execution: Execution) -> int | None:
         command = [str(execution.root / SETUP), *self.options]
+        recorded = execution.root / execution.plan.generated(IMAGE_ID_FILE)
+        recorded.unlink(missing_ok=True)  # An earlier run's id is not this one's.
         setup = cancel.run(command, cwd=execution.root, env=execution.environment)
         if setup.returncode != 0:
             return exit_status(setup.returncode)
-        recorded = execution.root / execution.plan.generated(IMAGE_ID_FILE)
         execution.image_id = recorded.read_text(encoding="utf-8").strip() if recorded.is_file() else None
         execution.pin_image()
         return None

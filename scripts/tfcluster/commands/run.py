@@ -13,7 +13,7 @@ import sys
 import textwrap
 
 from tfcluster.cluster import dryrun, scaling, slowdown
-from tfcluster.cluster.api import Cluster, execute
+from tfcluster.cluster.api import PROJECT_NAME, Cluster, execute
 from tfcluster.cluster.plan import PROFILES
 from tfcluster.commands.parsing import HELP_WIDTH, Parser, one_of, whole_number
 from tfcluster.errors import Refusal
@@ -242,6 +242,7 @@ def add_output_options(parser: Parser) -> None:
     )
     parser.add_argument(
         "--name",
+        type=_project_name,
         metavar="NAME",
         help="the Compose project to run as, exactly (`docker compose -p NAME logs` finds it), refused while "
         "another run holds it; a run of another name never touches it (default: COMPOSE_PROJECT_NAME, else "
@@ -253,6 +254,13 @@ def add_output_options(parser: Parser) -> None:
         help="print what would be done (the Compose files, the project, each worker's settings, what "
         "would be built) and exit 0; nothing is set up, built, written or started (default: off)",
     )
+
+
+def _project_name(text: str) -> str:
+    """An argparse type: a Compose project name (`docker compose -p`'s rule)."""
+    if not PROJECT_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a Compose project name: lower-case letters, digits, - and _")
+    return text
 
 
 def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:

@@ -187,6 +187,17 @@ def test_allreduce_names_a_bad_size_in_one_line(size):
         (["--workers", "0"], {}, "run: --workers must be a whole number from 1 to 16, got '0'"),
         (["--workers"], {}, "run: --workers needs a number"),
         (
+            ["--name", "My_Run"],
+            {},
+            "run: --name 'My_Run' is not a Compose project name: lower-case letters, digits, - and _",
+        ),
+        (["--name"], {}, "run: --name needs a Compose project name"),
+        (
+            [],
+            {"COMPOSE_PROJECT_NAME": "Bad Name"},
+            "run: COMPOSE_PROJECT_NAME='Bad Name': a Compose project name is lower-case letters, digits, - and _",
+        ),
+        (
             ["--bogus"],
             {},
             "run: unknown argument '--bogus' "
