@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from tfcluster.cluster import runs
 
 # scripts/tfcluster/cluster/compose.py (pytest puts scripts/ on the path). Renamed here, since this file's
 # ComposeProject is the tests' own kind of it, and its fixture is called compose_project.
@@ -83,6 +84,12 @@ class ScriptsRun(ComposeProject):
     def container_name(self, service: str) -> str:
         """The name Compose gives the service's container, known before scripts/run has created it."""
         return f"{self.name}-{service}-1"
+
+    def down(self, *, check: bool = False) -> None:
+        """The project's containers, networks and volumes, and the run's folder of generated files
+        (tfcluster/cluster/runs.py), which a name used once would otherwise leave in the checkout."""
+        super().down(check=check)
+        runs.remove_folder(ROOT, self.name)
 
     def _run_environment(self) -> dict[str, str]:
         return {**self.environment, "COMPOSE_PROJECT_NAME": self.name}

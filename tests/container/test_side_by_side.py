@@ -11,6 +11,7 @@ import time
 from xml.etree import ElementTree
 
 import pytest
+from tfcluster.cluster import runs
 from tfcluster.cluster.compose import unique_name
 
 from tests.conftest import ROOT
@@ -47,6 +48,7 @@ def base_name(docker):
     yield name
     for slot in (name, f"{name}-2", f"{name}-3"):
         down(slot)
+        runs.remove_folder(ROOT, slot)
 
 
 def start(arguments: list[str], environment: dict[str, str], *, command: str = "run") -> subprocess.Popen:

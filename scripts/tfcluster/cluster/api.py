@@ -222,7 +222,10 @@ class Cluster:
             environment = {"COMPOSE_FILE": BASE_FILE, **({"COMPOSE_PROJECT_NAME": self.name} if self.name else {})}
         # A baked run's file requires its image's name, which tearing down needs no image of.
         environment.setdefault("TFCLUSTER_BAKED_IMAGE", TEARDOWN_IMAGE)
-        return ComposeProject.from_environment({**self.environ, **environment}).quietly(*DOWN).returncode
+        status = ComposeProject.from_environment({**self.environ, **environment}).quietly(*DOWN).returncode
+        if status == 0 and "COMPOSE_PROJECT_NAME" in environment:
+            runs.remove_folder(paths.ROOT, environment["COMPOSE_PROJECT_NAME"])  # Its generated files too.
+        return status
 
 
 def _socket_gid(environ: Mapping[str, str]) -> int | None:

@@ -15,6 +15,7 @@ never changed: whoever named it may be about to use it by hand.
 import contextlib
 import fcntl
 import os
+import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -98,6 +99,21 @@ def claim(
     raise Refusal(
         f"{len(held)} runs of this checkout are running at once ({held[0]} to {held[-1]}): wait for one to end"
     )
+
+
+def remove_folder(root: Path, slot: str) -> bool:
+    """The slot's folder removed, unless a live run holds it; whether it is gone."""
+    folder = root / folder_of(slot)
+    if not folder.is_dir():
+        return True
+    lock = _try_lock(folder / LOCK)
+    if lock is None:
+        return False
+    try:
+        shutil.rmtree(folder, ignore_errors=True)
+    finally:
+        lock.close()
+    return not folder.exists()
 
 
 def _try_lock(path: Path) -> IO[str] | None:

@@ -72,3 +72,14 @@ def test_when_every_slot_is_held_the_run_is_refused_with_how_many(tmp_path):
         runs.claim(tmp_path, "tfcluster", given=False, foreign=nobody_elses)
     for claim in held:
         claim.release()
+
+
+def test_a_slots_folder_is_removed_only_when_no_run_holds_it(tmp_path):
+    held = runs.claim(tmp_path, "mine", given=True, foreign=nobody_elses)
+    (tmp_path / ".tfcluster/runs/mine/env").write_text("SECRET=1\n")
+    assert not runs.remove_folder(tmp_path, "mine")
+    assert (tmp_path / ".tfcluster/runs/mine/env").is_file()
+    held.release()
+    assert runs.remove_folder(tmp_path, "mine")
+    assert not (tmp_path / ".tfcluster/runs/mine").exists()
+    assert runs.remove_folder(tmp_path, "never-used")
