@@ -2,6 +2,13 @@
 
 Compose, Swarm and Kubernetes differ only in where the host list and the task index come from;
 this module is the one place that turns (hosts, index) into TF_CONFIG and validates either form.
+
+A TF_CONFIG may also name its first task `chief`, as TFJob, AI Platform and Vertex write it
+(`{"cluster": {"chief": [A], "worker": [B, C]}, "task": {"type": "chief", "index": 0}}`):
+MultiWorkerMirroredStrategy takes the chief as worker 0 with the leader's duties, so here it is
+task 0 of one ordered list, and its TF_CONFIG is given back in the form it came in. `evaluator`
+and `ps` tasks are refused: the one is no part of the synchronous cluster, the other another
+strategy's.
 """
 
 import dataclasses
@@ -23,6 +30,8 @@ class Cluster:
 
     workers: tuple[str, ...]
     index: int
+    # Whether task 0 is a `chief` (TFJob's form), not `worker` 0.
+    chief: bool = False
 
     def __post_init__(self):
         if not self.workers:
@@ -51,8 +60,20 @@ class Cluster:
     def host(self) -> str:
         return host_of(self.address)
 
+    @property
+    def task(self) -> tuple[str, int]:
+        """This process's task as TF_CONFIG names it: (type, index within the type)."""
+        if self.chief:
+            return ("chief", 0) if self.index == 0 else ("worker", self.index - 1)
+        return "worker", self.index
+
     def tf_config(self) -> dict:
-        return {"cluster": {"worker": list(self.workers)}, "task": {"type": "worker", "index": self.index}}
+        if self.chief:  # As it came: no `worker` job when there is none (TensorFlow takes no empty job).
+            jobs = {"chief": [self.workers[0]], **({"worker": list(self.workers[1:])} if self.size > 1 else {})}
+        else:
+            jobs = {"worker": list(self.workers)}
+        kind, index = self.task
+        return {"cluster": jobs, "task": {"type": kind, "index": index}}
 
     def tf_config_json(self) -> str:
         return json.dumps(self.tf_config(), separators=(",", ":"))
@@ -119,20 +140,41 @@ def from_tf_config(text: str) -> Cluster:
     cluster = config.get("cluster")
     if not isinstance(cluster, Mapping):
         raise ValueError(f"TF_CONFIG has no `cluster` object: {text!r}")
-    unsupported = sorted(set(cluster) - {"worker"})
+    unsupported = sorted(set(cluster) - {"chief", "worker"})
     if unsupported:
-        raise ValueError(f"TF_CONFIG cluster has job(s) {unsupported}; only `worker` is supported")
-    workers = cluster.get("worker")
-    if not isinstance(workers, Sequence) or isinstance(workers, str):
-        raise ValueError(f"TF_CONFIG `cluster.worker` must be a list of `host:port`, not {workers!r}")
+        raise ValueError(
+            f"TF_CONFIG cluster has job(s) {unsupported}: MultiWorkerMirroredStrategy trains with `chief` and "
+            "`worker` tasks alone (an `evaluator` runs apart from the synchronous cluster, `ps` is "
+            "ParameterServerStrategy's)"
+        )
+    chief = _job(cluster, "chief") if "chief" in cluster else []
+    if len(chief) > 1:
+        raise ValueError(f"TF_CONFIG `cluster.chief` must list one task, not {len(chief)}: {chief!r}")
+    workers = _job(cluster, "worker") if "worker" in cluster or not chief else []
     task = config.get("task")
     if not isinstance(task, Mapping):
         raise ValueError(f"TF_CONFIG has no `task` object: {text!r}")
-    if task.get("type", "worker") != "worker":
-        raise ValueError(f"TF_CONFIG task type ({task.get('type')!r}) must be `worker`")
+    kind = task.get("type", "worker")
+    if kind not in ("chief", "worker") or (kind == "chief" and not chief):
+        known = "`chief` or `worker`" if chief else "`worker` (the cluster has no `chief`)"
+        raise ValueError(f"TF_CONFIG task type ({kind!r}) must be {known}")
     if "index" not in task:
         raise ValueError(f"TF_CONFIG `task` has no `index`: {text!r}")
-    return Cluster(workers=tuple(workers), index=task["index"])
+    index = task["index"]
+    if kind == "chief" and index != 0:
+        raise ValueError(f"TF_CONFIG task index of the chief ({index!r}) must be 0")
+    if chief and kind == "worker" and isinstance(index, int) and not isinstance(index, bool):
+        if not 0 <= index < len(workers):
+            raise ValueError(f"the task index ({index}) must be in [0, {len(workers)}) for the cluster's workers")
+        index += 1  # The chief is task 0.
+    return Cluster(workers=tuple(chief) + tuple(workers), index=index, chief=bool(chief))
+
+
+def _job(cluster: Mapping, name: str) -> list:
+    tasks = cluster.get(name)
+    if not isinstance(tasks, Sequence) or isinstance(tasks, str):
+        raise ValueError(f"TF_CONFIG `cluster.{name}` must be a list of `host:port`, not {tasks!r}")
+    return list(tasks)
 
 
 def from_env(environ: Mapping[str, str]) -> Cluster:

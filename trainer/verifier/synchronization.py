@@ -82,14 +82,27 @@ def _strategy_problem(name: str, strategy: dict, expected_workers: int, cluster:
     kind, replicas = strategy.get("class"), strategy.get("replicas")
     if replicas != expected_workers:
         return f"replicas={replicas}, expected {expected_workers}: its {kind} had {replicas} replica(s) in sync"
-    resolved = (strategy.get("cluster") or {}).get("worker")
+    resolved, index = _resolved(strategy)
     if cluster and resolved is not None and resolved != cluster:
         return f"its {kind} resolved the cluster {resolved}, not the harness's {cluster}"
-    index = (strategy.get("task") or {}).get("index")
     hosts = [cluster_config.host_of(address) for address in resolved or ()]
     if name in hosts and index != hosts.index(name):
         return f"its {kind} took it for worker {index} of {resolved}, not {name}"
     return None
+
+
+def _resolved(strategy: dict) -> tuple[list[str] | None, int | None]:
+    """The cluster the strategy resolved, as one ordered list, and this worker's place in it: a
+    `chief` (TFJob's form) is worker 0, ahead of the `worker` job (trainer/contract/cluster.py)."""
+    jobs = strategy.get("cluster") or {}
+    task = strategy.get("task") or {}
+    index = task.get("index")
+    if "chief" not in jobs:
+        return jobs.get("worker"), index
+    chief = list(jobs.get("chief") or [])
+    if task.get("type") == "worker" and isinstance(index, int):
+        index += len(chief)
+    return chief + list(jobs.get("worker") or []), index
 
 
 def _first_difference(observed: dict[str, list[Session]]) -> str | None:

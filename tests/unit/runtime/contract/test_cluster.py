@@ -88,3 +88,52 @@ def test_bad_cluster_input_names_the_bad_value(environ, named):
         cluster_config.from_env(environ)
     assert named in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+TFJOB = {"chief": ["trainer-chief-0:2222"], "worker": ["trainer-worker-0:2222", "trainer-worker-1:2222"]}
+
+
+@pytest.mark.parametrize(
+    ("task", "index", "host"),
+    [({"type": "chief", "index": 0}, 0, "trainer-chief-0"), ({"type": "worker", "index": 1}, 2, "trainer-worker-1")],
+)
+def test_a_tf_config_with_a_chief_as_tfjob_writes_it_is_one_cluster_with_the_chief_first(task, index, host):
+    cluster = cluster_config.from_tf_config(json.dumps({"cluster": TFJOB, "task": task}))
+    assert cluster.workers == ("trainer-chief-0:2222", "trainer-worker-0:2222", "trainer-worker-1:2222")
+    assert (cluster.index, cluster.host, cluster.size, cluster.chief) == (index, host, 3, True)
+    # Given back to the program in the form it came in.
+    assert cluster.tf_config() == {"cluster": TFJOB, "task": task}
+    assert cluster_config.from_tf_config(cluster.tf_config_json()) == cluster
+
+
+def test_a_chief_alone_is_a_cluster_of_one():
+    cluster = cluster_config.from_tf_config('{"cluster": {"chief": ["c:1"]}, "task": {"type": "chief", "index": 0}}')
+    assert (cluster.workers, cluster.index, cluster.task) == (("c:1",), 0, ("chief", 0))
+
+
+@pytest.mark.parametrize(
+    ("config", "named"),
+    [
+        ({"cluster": {**TFJOB, "evaluator": ["e:1"]}, "task": {"type": "chief", "index": 0}}, "['evaluator']: Multi"),
+        (
+            {"cluster": {**TFJOB, "ps": ["p:1"]}, "task": {"type": "worker", "index": 0}},
+            "`ps` is ParameterServerStrategy's",
+        ),
+        (
+            {"cluster": TFJOB, "task": {"type": "evaluator", "index": 0}},
+            "task type ('evaluator') must be `chief` or `worker`",
+        ),
+        ({"cluster": TFJOB, "task": {"type": "chief", "index": 1}}, "the chief (1) must be 0"),
+        ({"cluster": TFJOB, "task": {"type": "worker", "index": 2}}, "(2) must be in [0, 2) for the cluster's workers"),
+        ({"cluster": {**TFJOB, "chief": ["a:1", "b:1"]}, "task": {"type": "chief", "index": 0}}, "must list one task"),
+        (
+            {"cluster": {**TFJOB, "chief": "a:1"}, "task": {"type": "chief", "index": 0}},
+            "`cluster.chief` must be a list",
+        ),
+    ],
+)
+def test_what_multiworkermirroredstrategy_has_no_use_for_is_refused_in_one_line(config, named):
+    with pytest.raises(ValueError) as raised:
+        cluster_config.from_tf_config(json.dumps(config))
+    assert named in str(raised.value)
+    assert "\n" not in str(raised.value)

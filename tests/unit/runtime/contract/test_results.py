@@ -197,3 +197,13 @@ def test_a_full_results_volume_stops_the_run_at_once_naming_the_volume_and_loses
     assert not (tmp_path / "worker-0.reserve").exists()
     # (Not read back through wait_for_exit: it reads the log, and /dev/full reads as endless zeros.)
     assert recorded_exit_code(WorkerFiles(tmp_path, "worker-0")) == ExitCode.VOLUME_FULL
+
+
+def test_a_chief_as_tfjob_names_it_runs_and_its_program_gets_tf_config_in_that_form(tmp_path, launch):
+    tf_config = '{"cluster":{"chief":["chief-0:12345"]},"task":{"type":"chief","index":0}}'
+    program = "import os; print('TF_CONFIG=' + os.environ['TF_CONFIG'])"
+    launcher = launch(tmp_path, [sys.executable, "-c", program], name="chief-0", TF_CONFIG=tf_config)
+    assert launcher.wait(timeout=30) == 0
+    record = wait_for_exit(WorkerFiles(tmp_path, "chief-0"), time.monotonic() + 5, time.monotonic)
+    assert (record.state, record.exit_code) == ("exited", 0)
+    assert f"TF_CONFIG={tf_config}" in record.log

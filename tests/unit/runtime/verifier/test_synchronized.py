@@ -122,6 +122,23 @@ def test_a_worker_that_took_itself_for_another_is_named():
     )
 
 
+def test_a_chief_as_tfjob_names_it_is_worker_0_of_the_cluster_its_strategy_resolved():
+    def as_tfjob(index: int) -> dict:
+        record = strategy(index)
+        record["cluster"] = {"chief": ["worker-0:12345"], "worker": ["worker-1:12345"]}
+        record["task"] = {"type": "chief", "index": 0} if index == 0 else {"type": "worker", "index": 0}
+        return record
+
+    logs = [lines(as_tfjob(index), state(index)) for index in (0, 1)]
+    assert verdict_of(*logs, cluster=HARNESS).passed
+    # The worker whose strategy took it for the chief, though it is worker-1, is named.
+    swapped = lines({**as_tfjob(1), "task": {"type": "chief", "index": 0}}, state(1))
+    assert verdict_of(logs[0], swapped, cluster=HARNESS).problems == (
+        "worker-1: its MultiWorkerMirroredStrategy took it for worker 0 of ['worker-0:12345', 'worker-1:12345'], "
+        "not worker-1",
+    )
+
+
 def test_a_program_without_a_strategy_trained_alone():
     verdict = verdict_of(lines(state(0)), lines(state(1)))
     assert verdict.problems == tuple(
