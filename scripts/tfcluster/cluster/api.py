@@ -61,6 +61,8 @@ class Run:
     verdict: dict | None
     # Each worker's log, as `docker compose logs` gives it.
     logs: dict[str, str] = field(default_factory=dict)
+    # The Compose project it ran as: Cluster(name=run.name).down() takes it down.
+    name: str | None = None
 
     @property
     def passed(self) -> bool:
@@ -222,6 +224,11 @@ class Cluster:
             environment = {"COMPOSE_FILE": BASE_FILE, **({"COMPOSE_PROJECT_NAME": self.name} if self.name else {})}
         # A baked run's file requires its image's name, which tearing down needs no image of.
         environment.setdefault("TFCLUSTER_BAKED_IMAGE", TEARDOWN_IMAGE)
+        name = environment.get("COMPOSE_PROJECT_NAME")
+        if name and runs.held(paths.ROOT, name):
+            # A live run's (the one a run of this cluster fell back from, say): not this call's to end.
+            say(f"the Compose project {name} belongs to a run still going: not taken down (Run.name is yours)")
+            return 1
         status = ComposeProject.from_environment({**self.environ, **environment}).quietly(*DOWN).returncode
         if status == 0 and "COMPOSE_PROJECT_NAME" in environment:
             runs.remove_folder(paths.ROOT, environment["COMPOSE_PROJECT_NAME"])  # Its generated files too.
@@ -297,7 +304,7 @@ def _execute(plan: Plan, environ: Mapping[str, str]) -> Run:
         if cancelled.signal_number == signal.SIGINT:
             raise KeyboardInterrupt
         raise cancelled
-    return Run(execution.exit_status, execution.ran, execution.verdict, execution.logs)
+    return Run(execution.exit_status, execution.ran, execution.verdict, execution.logs, plan.name)
 
 
 def say(line: str) -> None:

@@ -101,6 +101,18 @@ def claim(
     )
 
 
+def held(root: Path, slot: str) -> bool:
+    """Whether a live run holds the slot."""
+    lock_path = root / folder_of(slot) / LOCK
+    if not lock_path.exists():
+        return False
+    lock = _try_lock(lock_path)
+    if lock is None:
+        return True
+    lock.close()
+    return False
+
+
 def remove_folder(root: Path, slot: str) -> bool:
     """The slot's folder removed, unless a live run holds it; whether it is gone."""
     folder = root / folder_of(slot)

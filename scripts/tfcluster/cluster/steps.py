@@ -43,8 +43,9 @@ class Execution:
     plan: object
     environment: dict[str, str]
     baked_image: str | None = None
-    # The trainer image's id, as the set-up found it current: what Compose is given to run.
+    # The trainer image's id, as the set-up found it current: what Compose is given to run; and its name.
     image_id: str | None = None
+    image_name: str | None = None
     # Whether the cluster was brought up (its workers' logs are this run's, not an earlier one's).
     ran: bool = False
     status: int | None = None
@@ -74,7 +75,14 @@ class Execution:
         """The trainer image by its id: another checkout's build of the same name after the set-up
         is not what runs."""
         if self.image_id:
+            if self.image_name is None:  # Pinned again after the bake: the name is the first one's.
+                self.image_name = self.environment.get("TFCLUSTER_IMAGE", DEFAULT_IMAGE)
             self.environment["TFCLUSTER_IMAGE"] = self.image_id
+
+    def by_name(self) -> dict[str, str]:
+        """The environment with the trainer image by its name: a Dockerfile's FROM needs one, where
+        BuildKit takes no image id."""
+        return {**self.environment, **({"TFCLUSTER_IMAGE": self.image_name} if self.image_name else {})}
 
 
 def say(line: str) -> None:
@@ -140,7 +148,7 @@ class Bake:
 
     def run(self, execution: Execution) -> int | None:
         project = execution.plan.project
-        baked_image, status = build.bake(project, execution.environment, execution.root)
+        baked_image, status = build.bake(project, execution.by_name(), execution.root)
         if baked_image is None:
             return status
         execution.baked_image = baked_image

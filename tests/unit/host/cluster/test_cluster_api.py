@@ -7,6 +7,7 @@ import pytest
 from tfcluster import Cluster, Refusal
 from tfcluster.cluster import cancel, runs, steps
 
+from tests.conftest import ROOT
 from tests.unit.host.conftest import TUTORIAL_LOGS, verifier_log
 
 REAL_RUN = subprocess.run
@@ -192,3 +193,16 @@ def test_the_dry_run_prints_the_bind_mount_check_that_the_run_makes(tmp_path):
     script.write_text("")
     text = Cluster(environ={"TRAINER_SCRIPT": str(script)}).describe()
     assert f"that the engine sees TRAINER_SCRIPT {script}" in text
+
+
+def test_down_never_ends_a_cluster_a_live_run_holds(docker, tmp_path, monkeypatch, capsys):
+    recorded = docker()
+    monkeypatch.setattr(steps.paths, "ROOT", tmp_path)
+    (tmp_path / "compose.yaml").write_text((ROOT / "compose.yaml").read_text())  # Its default name, as Compose's.
+    live = runs.claim(tmp_path, "theirs", given=True, foreign=lambda _name, _root: [])
+    try:
+        assert Cluster(name="theirs", environ={}).down() == 1
+    finally:
+        live.release()
+    assert "down" not in [command[2] for command in recorded.commands if command[0] == "docker"]
+    assert "the Compose project theirs belongs to a run still going" in capsys.readouterr().err

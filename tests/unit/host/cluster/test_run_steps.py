@@ -84,3 +84,19 @@ def test_a_project_without_variables_still_gets_a_fresh_env_file(recorded, tmp_p
     assert recorder.commands[0][1]["env"]["COMPOSE_FILE"] == "compose.yaml:compose.project.yaml"
     assert "STALE" not in (tmp_path / RUN_FOLDER / "env").read_text()
     assert (tmp_path / RUN_FOLDER / "env").read_text().endswith("\nTFCLUSTER_USER_ENV=\n")
+
+
+def test_a_bake_builds_on_the_trainer_image_by_name_and_compose_runs_it_by_id(tmp_path):
+    # A Dockerfile's FROM needs a name (BuildKit takes no image id there); Compose gets the id the
+    # set-up found current, so that another checkout's build of that name is not what runs.
+    from tfcluster.cluster.steps import Execution
+
+    execution = Execution(
+        plan=None, environment={"TFCLUSTER_IMAGE": "tfcluster-project:abc"}, image_id="sha256:" + "1" * 64
+    )
+    execution.pin_image()
+    assert execution.environment["TFCLUSTER_IMAGE"] == "sha256:" + "1" * 64
+    assert execution.by_name()["TFCLUSTER_IMAGE"] == "tfcluster-project:abc"
+    execution.environment.pop("TFCLUSTER_IMAGE")  # As the bake's environment may leave it.
+    execution.pin_image()
+    assert execution.by_name()["TFCLUSTER_IMAGE"] == "tfcluster-project:abc"

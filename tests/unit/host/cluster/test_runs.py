@@ -83,3 +83,11 @@ def test_a_slots_folder_is_removed_only_when_no_run_holds_it(tmp_path):
     assert runs.remove_folder(tmp_path, "mine")
     assert not (tmp_path / ".tfcluster/runs/mine").exists()
     assert runs.remove_folder(tmp_path, "never-used")
+
+
+def test_a_slot_is_held_only_while_a_run_holds_its_lock(tmp_path):
+    assert not runs.held(tmp_path, "mine")
+    claim = runs.claim(tmp_path, "mine", given=True, foreign=nobody_elses)
+    assert runs.held(tmp_path, "mine")
+    claim.release()
+    assert not runs.held(tmp_path, "mine")
