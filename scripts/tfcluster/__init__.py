@@ -2,6 +2,7 @@
 
 One package by role, over one Python API (`Cluster`, tfcluster/cluster/):
 
+  installed/  installed with pip: the `tfcluster` command and the pytest plugin (home.py: their root)
   commands/   the command line: one module per command, its parser and `main`, nothing else
   cluster/    the cluster run: the plan, its steps, the Compose files and overrides, the one Compose driver
   project/    your project: options, env files, requirements, command checks, baking
@@ -11,7 +12,7 @@ One package by role, over one Python API (`Cluster`, tfcluster/cluster/):
   benchmark/  the figures in docs/benchmark.md and docs/observer-benchmark.md
   images/     the set-up's logic (scripts/setup): the pins file, the digest of what an image is built from
 
-The layers (pyproject.toml's import-linter contracts), top to bottom: commands; benchmark and
+The layers (pyproject.toml's import-linter contracts), top to bottom: installed; commands; benchmark and
 nodes; deploy; cluster; ci; project; images. It uses the standard library, itself and
 trainer.contract only (never a runtime role): `scripts/run` must work with nothing but python3.
 """
@@ -26,8 +27,12 @@ def __getattr__(name: str):
         from tfcluster.errors import Refusal
 
         return Refusal
-    if name in ("Cluster", "Run", "Worker"):
-        from tfcluster.cluster import api
+    if name in ("Run", "Worker"):
+        from tfcluster.cluster import result
 
-        return getattr(api, name)
+        return getattr(result, name)
+    if name == "Cluster":
+        from tfcluster.cluster.api import Cluster
+
+        return Cluster
     raise AttributeError(f"module 'tfcluster' has no attribute {name!r}")

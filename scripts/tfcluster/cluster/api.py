@@ -24,6 +24,7 @@ from tfcluster.ci import junit
 from tfcluster.cluster import cancel, composefiles, dryrun, runs, scaling, slowdown
 from tfcluster.cluster.compose import ComposeProject
 from tfcluster.cluster.plan import BASE_FILE, Plan, check_network, check_tag, check_warm, junit_path, trainer_script_of
+from tfcluster.cluster.result import Run
 from tfcluster.cluster.steps import CANCEL_STOP, DOWN, Execution
 from tfcluster.cluster.warm import WarmCluster
 from tfcluster.errors import Refusal
@@ -38,53 +39,6 @@ TEARDOWN_IMAGE = "tfcluster-baked:teardown"
 
 def _is_number(value) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-@dataclass(frozen=True)
-class Worker:
-    """One worker in the verdict: its status, its final metrics and what went wrong, if anything."""
-
-    name: str
-    status: str
-    metrics: dict
-    problem: str | None
-
-
-@dataclass(frozen=True)
-class Run:
-    """A run's end: the exit status (the verifier's, as scripts/run's), and the verdict as data."""
-
-    status: int
-    # Whether the cluster was brought up at all (a failed set-up never gets there).
-    ran: bool
-    # The verifier's record of its verdict (`scripts/verify --json`'s); None if it gave none.
-    verdict: dict | None
-    # Each worker's log, as `docker compose logs` gives it.
-    logs: dict[str, str] = field(default_factory=dict)
-    # The Compose project it ran as: Cluster(name=run.name).down() takes it down.
-    name: str | None = None
-
-    @property
-    def passed(self) -> bool:
-        return self.status == 0
-
-    @property
-    def workers(self) -> dict[str, Worker]:
-        found = (self.verdict or {}).get("workers", [])
-        return {
-            worker["name"]: Worker(worker["name"], worker["status"], worker.get("metrics") or {}, worker.get("problem"))
-            for worker in found
-        }
-
-    @property
-    def problems(self) -> list[str]:
-        """What went wrong, one line each: the verdict's problems (each worker's, the differences
-        between them), or, for a run that ended without a verdict, how it ended."""
-        if self.verdict is not None:
-            return list(self.verdict.get("problems", []))
-        return (
-            [] if self.passed else [f"the run ended with exit status {self.status} before the verifier gave a verdict"]
-        )
 
 
 @dataclass(frozen=True)
