@@ -26,3 +26,19 @@ def test_a_tf_config_with_a_chief_and_a_worker_trains_in_sync_to_a_pass(compose_
         log = project.logs(name)
         assert '"cluster":{"chief":["worker-0:12345"],"worker":["worker-1:12345"]}' in log, log[-2000:]
         assert f'"task":{{"type":"{task["type"]}","index":{task["index"]}}}' in log
+
+
+def test_scripts_run_chief_gives_three_workers_tfjobs_form_from_the_shared_template_to_a_pass(scripts_run):
+    # The harness's own setting (TF_CHIEF=1, the template's): worker-0 the chief, two workers.
+    project = scripts_run("--chief", "--workers", "3")
+    result = project.finish(timeout=240)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
+    assert "verdict: PASS: 3 of 3 workers agree: replicas=3 " in result.stdout
+    assert "weights identical at 3 points" in result.stdout
+    assert "all 3 workers agree on the cluster and settings after" in result.stdout
+    assert "; worker-0 is TF_CONFIG's chief" in result.stdout
+    expected = '"cluster":{"chief":["worker-0:12345"],"worker":["worker-1:12345","worker-2:12345"]}'
+    # Each worker's strategy resolved it so (the observer's record, in the run's output).
+    for name, task in {"worker-0": ("chief", 0), "worker-1": ("worker", 0), "worker-2": ("worker", 1)}.items():
+        log = "\n".join(line for line in result.stdout.splitlines() if line.startswith(f"{name}-1  | "))
+        assert f'{expected},"task":{{"type":"{task[0]}","index":{task[1]}}}' in log, log[-2000:]

@@ -109,7 +109,12 @@ def parse_index(text: str, *, name: str = "TF_TASK_INDEX") -> int:
 
 
 def from_template(
-    hosts: str, index: int, *, default_port: int = DEFAULT_PORT, index_name: str = "TF_TASK_INDEX"
+    hosts: str,
+    index: int,
+    *,
+    default_port: int = DEFAULT_PORT,
+    index_name: str = "TF_TASK_INDEX",
+    chief: bool = False,
 ) -> Cluster:
     """Builds the cluster from the shared template: a comma-separated host list, one port.
 
@@ -126,7 +131,7 @@ def from_template(
         raise ValueError(
             f"`{index_name}` ({index}) must be in [0, {len(workers)}) for the {len(workers)} worker(s) {hosts!r}"
         )
-    return Cluster(workers=workers, index=index)
+    return Cluster(workers=workers, index=index, chief=chief)
 
 
 def from_tf_config(text: str) -> Cluster:
@@ -178,7 +183,8 @@ def _job(cluster: Mapping, name: str) -> list:
 
 
 def from_env(environ: Mapping[str, str]) -> Cluster:
-    """Reads the cluster from TF_CONFIG if set, else from the template variables."""
+    """Reads the cluster from TF_CONFIG if set, else from the template variables: TF_WORKER_HOSTS,
+    TF_WORKER_PORT, the task index, and TF_CHIEF=1 for TFJob's form (the first host the `chief`)."""
     if environ.get("TF_CONFIG", "").strip():
         return from_tf_config(environ["TF_CONFIG"])
     hosts = environ.get("TF_WORKER_HOSTS")
@@ -188,7 +194,10 @@ def from_env(environ: Mapping[str, str]) -> Cluster:
     if not port_text.strip().isdigit() or not 1 <= int(port_text) <= 65535:
         raise ValueError(f"`TF_WORKER_PORT` ({port_text!r}) must be an integer in [1, 65535]")
     index, index_name = task_index(environ)
-    return from_template(hosts, index, default_port=int(port_text), index_name=index_name)
+    chief = environ.get("TF_CHIEF", "0").strip()
+    if chief not in ("0", "1"):
+        raise ValueError(f"`TF_CHIEF` ({environ['TF_CHIEF']!r}) must be 1 (the first host is the `chief`) or 0")
+    return from_template(hosts, index, default_port=int(port_text), index_name=index_name, chief=chief == "1")
 
 
 def task_index(environ: Mapping[str, str]) -> tuple[int, str]:

@@ -71,7 +71,9 @@ class Barrier:
         if self._watches:
             elapsed = time.monotonic() - started
             workers = len(self._watches) + 1  # Every peer, and this worker.
-            self._say(f"all {workers} workers agree on the cluster and settings after {elapsed:.1f}s")
+            leader = self._fingerprint.workers[0].rsplit(":", 1)[0]
+            chief = f"; {leader} is TF_CONFIG's chief" if self._fingerprint.settings.get("TF_CHIEF") else ""
+            self._say(f"all {workers} workers agree on the cluster and settings after {elapsed:.1f}s{chief}")
 
     def _still_waiting(self) -> list[str]:
         """The peers not yet past the first phase, each with why; raises if one disagrees or gave up."""

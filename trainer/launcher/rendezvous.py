@@ -71,6 +71,9 @@ class Fingerprint:
     ) -> "Fingerprint":
         # Only what changes the computation: the accuracy pass mark is each worker's own check.
         named = {ENV_NAMES[key]: value for key, value in dataclasses.asdict(settings).items() if key != "min_accuracy"}
+        # The cluster's form too: a program on one worker given a `chief`, on another none, would
+        # not agree on who the leader is.
+        named["TF_CHIEF"] = int(cluster.chief)
         return cls(
             workers=cluster.workers,
             index=cluster.index,

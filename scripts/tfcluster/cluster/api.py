@@ -67,6 +67,8 @@ class Cluster:
     name: str | None = None
     # On the warm cluster (scripts/run --warm): its workers stay up, and every run is forked.
     warm: bool = False
+    # worker-0 as TF_CONFIG's `chief`, the others as the `worker` job (scripts/run --chief).
+    chief: bool = False
     # Where TRAINER_SCRIPT, EXTRA_REQUIREMENTS, TFCLUSTER_IMAGE and the settings are read from.
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
@@ -98,6 +100,7 @@ class Cluster:
             name_given=name_given,
             warm=self.warm,
             socket_gid=_socket_gid(self.environ) if self.recover else None,
+            chief=self.chief,
         )
 
     def _project_name(self) -> tuple[str, bool]:

@@ -62,6 +62,8 @@ class Plan:
     warm: bool = False
     # --recover: the Docker socket's group, which the keeper is given instead of root (None: unknown).
     socket_gid: int | None = None
+    # --chief: worker-0 is TF_CONFIG's `chief`, as TFJob writes it (TF_CHIEF=1).
+    chief: bool = False
 
     @property
     def folder(self) -> str:
@@ -174,6 +176,8 @@ class Plan:
             environment |= _project_environment(self.project, baked_image, paths.ROOT / self.generated(ENV_FILE))
         if self.profile:
             environment["TF_NETWORK_PROFILE"] = self.profile
+        if self.chief:
+            environment["TF_CHIEF"] = "1"
         if self.recover and self.socket_gid is not None:
             # The keeper as the workers' user, with the one group that opens the socket (compose.recovery.yaml).
             environment |= {"TFCLUSTER_KEEPER_USER": "1000:1000", "DOCKER_SOCKET_GID": str(self.socket_gid)}

@@ -142,6 +142,13 @@ def add_cluster_options(parser: Parser) -> None:
         "(compose.network.yaml; default: none, unshaped); not with --workers or --recover",
     )
     parser.add_argument(
+        "--chief",
+        action="store_true",
+        help="TF_CONFIG in TFJob's form (as AI Platform and Vertex write it too): worker-0 is the `chief` "
+        "and the other workers the `worker` job, for a program that expects one (TF_CHIEF=1; default: "
+        "off, every worker a `worker`)",
+    )
+    parser.add_argument(
         "--slow",
         action="append",
         type=slowdown.assignments,
@@ -282,6 +289,7 @@ def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:
         junit=arguments.junit,
         name=arguments.name,
         warm=arguments.warm,
+        chief=arguments.chief,
         environ=environ,
     )
 

@@ -65,8 +65,8 @@ def driven(action: str, cluster: dict) -> Run:
         status = _wait(subprocess.Popen([sys.executable, str(launch), "driven", str(request), str(result)]))
         try:
             return Run(**json.loads(result.read_text(encoding="utf-8")))
-        except FileNotFoundError:  # Ended before it could say (killed, cancelled).
-            return Run(status, False, None)
+        except FileNotFoundError:  # Ended before it could say (killed, cancelled): as a shell says it.
+            return Run(status if status >= 0 else 128 - status, False, None)
 
 
 class TFCluster:

@@ -34,6 +34,28 @@ def test_from_env_reads_the_template():
     assert cluster_config.from_env(environ) == Cluster(workers=("worker-0:2222", "worker-1:2222"), index=1)
 
 
+def test_from_env_with_tf_chief_gives_tfjobs_form_the_first_host_the_chief():
+    environ = {"TF_WORKER_HOSTS": "worker-0,worker-1,worker-2", "TF_CHIEF": "1"}
+    configs = [cluster_config.from_env({**environ, "TF_TASK_INDEX": str(index)}).tf_config() for index in range(3)]
+    assert {json.dumps(config["cluster"]) for config in configs} == {
+        json.dumps({"chief": ["worker-0:12345"], "worker": ["worker-1:12345", "worker-2:12345"]})
+    }
+    assert [config["task"] for config in configs] == [
+        {"type": "chief", "index": 0},
+        {"type": "worker", "index": 0},
+        {"type": "worker", "index": 1},
+    ]
+    assert cluster_config.from_env({**environ, "TF_CHIEF": "0", "TF_TASK_INDEX": "0"}).tf_config()["task"] == {
+        "type": "worker",
+        "index": 0,
+    }
+
+
+def test_a_tf_chief_other_than_0_or_1_is_refused_naming_it():
+    with pytest.raises(ValueError, match=r"^`TF_CHIEF` \('yes'\) must be 1 \(the first host is the `chief`\) or 0$"):
+        cluster_config.from_env({"TF_WORKER_HOSTS": "worker-0", "TF_TASK_INDEX": "0", "TF_CHIEF": "yes"})
+
+
 @pytest.mark.parametrize(
     ("source", "expected"),
     [

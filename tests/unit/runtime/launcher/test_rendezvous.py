@@ -47,6 +47,14 @@ def test_each_differing_field_is_named_with_both_values():
     ]
 
 
+def test_a_peer_given_tf_config_in_another_form_is_named():
+    # One worker told its TF_CONFIG has a `chief` (TF_CHIEF=1), the other not: no agreed leader.
+    mine = Fingerprint.of(from_template("worker-0,worker-1", 0, chief=True), TrainingSettings())
+    assert compare(mine, fingerprint(index=1)) == ["TF_CHIEF differs: worker-0:12345 has 1, worker-1:12345 has 0"]
+    theirs = Fingerprint.of(from_template("worker-0,worker-1", 1, chief=True), TrainingSettings())
+    assert compare(mine, theirs) == []
+
+
 def test_a_peer_claiming_another_index_is_named():
     assert compare(fingerprint(), fingerprint(index=0)) == [
         "worker-1:12345 says it is worker 0 (TF_TASK_INDEX), but it is worker 1 in the cluster list"
