@@ -31,8 +31,3 @@ class HomeHook(BuildHookInterface):
                     excluded = relative.startswith(PACKAGE) or self.build_config.path_is_excluded(relative)
                     if path.is_file() and not excluded:
                         build_data["force_include"][str(path)] = f"tfcluster/_home/{relative}"
-        # The wheelhouses' folders must be there (setup downloads into them), empty.
-        for folder in ("docker/wheels", "docker/extra-wheels"):
-            keep = root / folder / ".gitkeep"
-            if keep.is_file():
-                build_data["force_include"][str(keep)] = f"tfcluster/_home/{folder}/.gitkeep"

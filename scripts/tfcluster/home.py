@@ -27,6 +27,15 @@ MANIFEST = Path(".tfcluster") / "installed-files"
 LOCK = Path(".tfcluster") / "installed.lock"
 
 
+def root_of(package: Path) -> Path:
+    """The harness's root for the host package at `package`: the checkout it lies in
+    (scripts/tfcluster), or, installed, its per-user copy, made or brought up to date."""
+    checkout = package.parents[1]
+    if package.parent.name == "scripts" and (checkout / "compose.yaml").is_file():
+        return checkout
+    return synced(package)
+
+
 def location(environ: Mapping[str, str] = os.environ) -> Path:
     """Where the copy goes: TFCLUSTER_HOME, else tfcluster/home in the user's cache folder."""
     if environ.get("TFCLUSTER_HOME"):

@@ -8,21 +8,14 @@ to date here, on first import: everything after runs from that root as from a ch
 import sys
 from pathlib import Path
 
+from tfcluster import home
+
 _PACKAGE = Path(__file__).resolve().parent
 
+ROOT = home.root_of(_PACKAGE)
 
-def _root() -> Path:
-    checkout = _PACKAGE.parents[1]
-    if _PACKAGE.parent.name == "scripts" and (checkout / "compose.yaml").is_file():
-        return checkout
-    from tfcluster import home
-
-    root = home.synced(_PACKAGE)
-    # The API's modules need trainer.contract, which is the root's. Last on the path: a `trainer`
-    # package of your own stays yours (the pytest plugin runs clusters in a process of their own).
-    if str(root) not in sys.path:
-        sys.path.append(str(root))
-    return root
-
-
-ROOT = _root()
+if _PACKAGE.parents[1] != ROOT and str(ROOT) not in sys.path:
+    # Installed: the API's modules need trainer.contract, which is the copy's. Last on the path: a
+    # `trainer` package of your own stays yours (the pytest plugin imports none of this: it runs
+    # clusters in a process of their own).
+    sys.path.append(str(ROOT))

@@ -222,6 +222,8 @@ def arguments_of(plan: Plan) -> list[str]:
         arguments.append("--recover")
     if plan.profile:
         arguments += ["--network", plan.profile]
+    if plan.chief:
+        arguments.append("--chief")
     arguments += slowdown.arguments(plan.slowed)
     if plan.dev:
         arguments.append("--dev")

@@ -60,8 +60,8 @@ class Run:
         return list(((self.verdict or {}).get("synchronization") or {}).get("proven") or [])
 
     def verdict_lines(self) -> list[str]:
-        """The verdict as the verifier prints it below its table: PASS with what was proven, or
-        FAIL with one line per problem."""
+        """The verdict in the verifier's words: what it proved and that it passed, or FAIL with one
+        line per problem (its table's lines, less the metrics' figures)."""
         if self.passed and self.proven:
             expected = (self.verdict or {}).get("expected_workers", len(self.workers))
             return [*self.proven, f"verdict: PASS: {len(self.workers)} of {expected} workers agree"]
@@ -75,7 +75,8 @@ class Run:
         if not (self.passed and self.proven):
             where = f" (Compose project {self.name})" if self.name else ""
             lines = "\n".join(self.verdict_lines())
-            raise AssertionError(f"the workers did not train in sync, exit status {self.status}{where}:\n{lines}")
+            what = "the workers did not train in sync" if self.ran else "the cluster never trained"
+            raise AssertionError(f"{what}, exit status {self.status}{where}:\n{lines}")
 
     def as_data(self) -> dict:
         """The run as JSON-able data; `Run(**data)` is the same run."""

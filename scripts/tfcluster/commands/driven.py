@@ -3,7 +3,7 @@
 The pytest plugin (tfcluster/installed/plugin.py) runs every cluster through this rather than in
 your test's own process, where a `trainer` package of your project's would hide the harness's
 (`trainer.contract`, which the API needs): launch.py puts the harness first on this process's
-path, and the two processes talk in data. REQUEST holds `{"action": "run" | "down", "cluster":
+path, and the two processes talk in data. REQUEST holds `{"action": "run" | "down" | "warm_down", "cluster":
 {FIELD: VALUE}}`, the fields of `Cluster` (its paths absolute, or from this process's working
 directory); RESULT is written with the `Run` as `Run.as_data()` gives it (for "down", its status).
 The run prints what `scripts/run` prints, so a test's captured output holds the cluster's lines.
@@ -20,7 +20,7 @@ from tfcluster.cluster.result import Run
 from tfcluster.errors import Refusal
 from trainer.contract.exitcodes import ExitCode
 
-ACTIONS = ("run", "down")
+ACTIONS = ("run", "down", "warm_down")
 
 
 def _perform(request: dict) -> Run:
@@ -33,6 +33,8 @@ def _perform(request: dict) -> Run:
         raise Refusal(str(error).replace(".__init__()", "")) from None
     if action == "down":
         return Run(cluster.down(), False, None, name=cluster.name)
+    if action == "warm_down":
+        return Run(cluster.warm_down(), False, None, name=cluster.name)
     return cluster.run()
 
 

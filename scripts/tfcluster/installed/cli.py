@@ -14,8 +14,8 @@ from importlib import metadata
 
 from tfcluster.errors import VALUE_CUTOFF, suggestion
 
-# tfcluster COMMAND -> the checkout's script that does it.
-COMMANDS = {"run": "run", "verify": "verify", "setup": "setup", "nodes": "nodes"}
+# tfcluster COMMAND: the checkout's script of that name (scripts/run, scripts/verify...).
+COMMANDS = ("run", "verify", "setup", "nodes")
 # With any of these, `run` is asked for something else than a run of this folder.
 NOT_THIS_FOLDER = ("--project", "-h", "--help", "--warm-down")
 
@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     from tfcluster import paths  # The root, copied or brought up to date on first use.
 
-    script = str(paths.ROOT / "scripts" / COMMANDS[command])
+    script = str(paths.ROOT / "scripts" / command)
     os.execv(script, [script, *_arguments(command, arguments)])
 
 

@@ -10,18 +10,21 @@
 `tfcluster.run(**fields)` takes `Cluster`'s fields (scripts/run's options: command, env, data,
 recover, network, ...); the project is pytest's rootdir unless `project=` says otherwise, and
 relative paths are from the rootdir. Every test's cluster is a Compose project of its own
-(`tfc-pytest-PID-N`), taken down when the test ends, passed or not. The image is set up once,
-at the first test that asks for a cluster. The verdict goes into the JUnit report as the test's
-property `tfcluster.verdict`.
+(`tfc-pytest-PID-N`), taken down when the test ends, passed or not (its warm cluster too, if it
+asked for one). The set-up runs at the session's first test that asks for a cluster (each run's
+own check then finds it done). The verdict goes into the JUnit report as the test's property
+`tfcluster.verdict`.
 
 Clusters run in a process of their own (tfcluster/commands/driven.py): this one is your test's,
-where a `trainer` package of yours would hide the harness's. A Ctrl-C reaches that process too
-(one process group): it stops its cluster and tears it down, and this waits for it to.
+where a `trainer` package of yours would hide the harness's. A Ctrl-C at a terminal reaches that
+process too (one process group), and a timeout or a signal to pytest alone is passed on to it as
+SIGTERM: it stops its cluster and tears it down, and this waits for it to.
 """
 
 import itertools
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -43,16 +46,23 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _root() -> Path:
-    from tfcluster import paths  # The harness's root, copied or brought up to date on first use.
+    # The harness's root, copied or brought up to date on first use; not tfcluster.paths, which
+    # would put the copy on this process's path, where your own modules are.
+    from tfcluster import home
 
-    return paths.ROOT
+    return home.root_of(Path(__file__).resolve().parents[1])
 
 
 def _wait(process: subprocess.Popen) -> int:
     try:
         return process.wait()
-    except KeyboardInterrupt:
-        process.wait()  # It got the same SIGINT and is stopping its cluster: a kill would strand it.
+    except BaseException:
+        # A Ctrl-C at a terminal reached it too; a timeout (pytest-timeout) or a signal sent to
+        # this process alone did not: either way it stops its cluster and takes it down, and a
+        # kill would strand it.
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        process.wait()
         raise
 
 
@@ -77,27 +87,39 @@ class TFCluster:
         self.workers = workers
         self.name = f"tfc-pytest-{os.getpid()}-{next(_numbers)}"
         self.runs: list[Run] = []
+        # Whether a run asked for the warm cluster, NAME-warm, which outlives its runs.
+        self.warm = False
 
     def _fields(self, fields: dict) -> dict:
         rootdir = self.node.config.rootpath
-        given = {"workers": self.workers, "project": ".", **fields, "name": self.name}
+        # The rootdir is the project, unless a TRAINER_SCRIPT (a project of one file) says otherwise.
+        project = {} if os.environ.get("TRAINER_SCRIPT") else {"project": "."}
+        given = {"workers": self.workers, **project, **fields, "name": self.name}
         for name in PATH_FIELDS:
             if given.get(name) is not None:
                 given[name] = str(rootdir / given[name])
-        given["env_files"] = [str(rootdir / path) for path in given.get("env_files", ())]
+        if not isinstance(given.get("env_files", ()), str):  # A string is refused, naming it, by Cluster.
+            given["env_files"] = [str(rootdir / path) for path in given.get("env_files", ())]
         return given
 
     def run(self, **fields) -> Run:
         """Trains the cluster (Cluster's fields; `name` is the fixture's) and returns its Run."""
         if "name" in fields:
             raise TypeError("tfcluster.run() names its cluster itself (tfcluster.name); give no name")
-        run = driven("run", self._fields(fields))
+        asked = self._fields(fields)
+        self.warm = self.warm or bool(asked.get("warm"))
+        run = driven("run", asked)
         self.runs.append(run)
         self.node.user_properties.append(("tfcluster.verdict", json.dumps(run.verdict)))
         return run
 
-    def down(self) -> int:
-        return driven("down", {"name": self.name, "workers": self.workers}).status
+    def down(self) -> list[str]:
+        """Takes the test's cluster down, and its warm one if it had one; what could not be."""
+        actions = ["down", *(["warm_down"] if self.warm else [])] if self.runs else []
+        statuses = {action: driven(action, {"name": self.name, "workers": self.workers}).status for action in actions}
+        return [
+            f"{action} of {self.name} ended with exit status {status}" for action, status in statuses.items() if status
+        ]
 
 
 @pytest.fixture(scope="session")
@@ -119,4 +141,6 @@ def tfcluster(request: pytest.FixtureRequest, tfcluster_setup: Path):
         pytest.fail(refusal, pytrace=False)
     cluster = TFCluster(request.node, workers)
     yield cluster
-    cluster.down()
+    problems = cluster.down()
+    if problems:
+        pytest.fail(f"tfcluster: the cluster was not taken down: {'; '.join(problems)}", pytrace=False)

@@ -37,6 +37,7 @@ HARNESS_PREFIXES = ("TFCLUSTER_",)
 # built-in trainer's and the network's settings), so they are set as variables of scripts/run,
 # which compose.yaml passes on (docs/settings.md), not as your program's.
 SETTING_NAMES = (
+    "TF_CHIEF",
     "TF_JOIN_TIMEOUT",
     "TF_RUN_TIMEOUT",
     "TF_STOP_GRACE",

@@ -26,6 +26,22 @@ def test_the_host_verifier_reads_logs_relative_to_where_it_is_run():
     assert "verdict: PASS: 2 of 2 workers agree" in result.stdout
 
 
+def test_the_host_verifier_run_in_a_project_with_a_trainer_package_of_its_own_is_the_harnesss(tmp_path):
+    # `tfcluster verify` in your project's folder, where a `trainer` package is yours (Vertex AI's).
+    (tmp_path / "trainer").mkdir()
+    (tmp_path / "trainer" / "__init__.py").write_text("")
+    logs = [str(LOGS / "tutorial" / name) for name in ("worker-0.log", "worker-1.log")]
+    result = subprocess.run(
+        [str(ROOT / "scripts" / "verify"), *logs, "--allow-unknown-exits"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == ExitCode.OK, result.stdout + result.stderr
+    assert "verdict: PASS: 2 of 2 workers agree" in result.stdout
+
+
 def test_verify_passes_the_tutorials_logs():
     logs = [str(LOGS / "tutorial/worker-0.log"), str(LOGS / "tutorial/worker-1.log")]
     for asked in (["--exit-codes", "worker-0=0,worker-1=0"], ["--allow-unknown-exits"]):

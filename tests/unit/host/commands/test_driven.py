@@ -16,7 +16,7 @@ def _drive(tmp_path, request: dict) -> tuple[int, dict]:
 @pytest.mark.parametrize(
     ("request_", "line"),
     [
-        ({"action": "start"}, "run: action 'start' is not one of run, down\n"),
+        ({"action": "start"}, "run: action 'start' is not one of run, down, warm_down\n"),
         ({"action": "run", "cluster": {"wrokers": 2}}, "run: Cluster got an unexpected keyword argument 'wrokers'\n"),
         ({"action": "run", "cluster": {"workers": 0}}, None),
     ],

@@ -82,3 +82,26 @@ def test_a_test_may_not_name_its_cluster(pytester):
     result = pytester.runpytest("-p", "tfcluster.installed.plugin", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*TypeError: tfcluster.run() names its cluster itself (tfcluster.name); give no name"])
+
+
+def test_a_warm_cluster_is_taken_down_too_and_a_failed_teardown_is_an_error(pytester):
+    conftest = CONFTEST.replace(
+        """    if action == "down":
+        return Run(0, False, None, name=cluster["name"])""",
+        """    if action in ("down", "warm_down"):
+        runs = [call for call in CALLS if call["action"] == "run" and call["name"] == cluster["name"]]
+        return Run(0 if runs[-1].get("warm") else 3, False, None, name=cluster["name"])  # The cold one fails.""",
+    )
+    assert conftest != CONFTEST
+    pytester.makeconftest(conftest)
+    tests = (
+        "def test_warm(tfcluster):\n    tfcluster.run(warm=True)\n\ndef test_cold(tfcluster):\n    tfcluster.run()\n"
+    )
+    pytester.makepyfile(test_warm=tests)
+    result = pytester.runpytest("-p", "tfcluster.installed.plugin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, errors=1)
+    result.stdout.fnmatch_lines(
+        ["*tfcluster: the cluster was not taken down: down of tfc-pytest-* ended with exit status 3"]
+    )
+    calls = json.loads((pytester.path / "calls.json").read_text())
+    assert [call["action"] for call in calls] == ["run", "down", "warm_down", "run", "down"]
