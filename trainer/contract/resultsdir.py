@@ -22,7 +22,6 @@ before it writes the final status, which then fits.
 
 import contextlib
 import dataclasses
-import errno
 import fcntl
 import json
 import os
@@ -30,6 +29,8 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from trainer.contract import space
 
 # What the recorder keeps aside for its final status (a page or two of JSON at most).
 RESERVE_BYTES = 64 * 1024
@@ -137,7 +138,7 @@ class Recorder:
 
 
 def _why(error: OSError) -> str:
-    return "no space left" if error.errno in (errno.ENOSPC, errno.EDQUOT) else (error.strerror or str(error))
+    return "no space left" if space.out_of_room(error) else (error.strerror or str(error))
 
 
 @dataclasses.dataclass(frozen=True)

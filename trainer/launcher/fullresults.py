@@ -6,10 +6,9 @@ and stops its program at once; it then ends with exit 12 and the same line as it
 else the stopped program led to (its peers' loss, say).
 """
 
-import errno
 from collections.abc import Callable
 
-from trainer.contract import resultsdir
+from trainer.contract import resultsdir, space
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.usage import size_text
 
@@ -41,7 +40,7 @@ class FullResults:
     def message(self) -> str:
         directory = self._recorder.directory
         size = resultsdir.volume_size(directory)
-        why = "full" if self.error.errno in (errno.ENOSPC, errno.EDQUOT) else "not writable"
+        why = "full" if space.out_of_room(self.error) else "not writable"
         shown = size_text(size) if size else "size unknown"
         return (
             f"the results volume {directory} is {why} ({shown}, TF_RESULTS_SIZE): this worker's log there stops "

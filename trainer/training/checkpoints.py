@@ -16,7 +16,6 @@ the volume again at the same step).
 This module knows nothing of TensorFlow: it is given the checkpoint's `write(prefix)`.
 """
 
-import errno
 import os
 import re
 import shutil
@@ -25,6 +24,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from trainer.contract import space
 from trainer.contract.usage import size_text
 
 # tf.train.Checkpoint.write(DIR/state) makes DIR/state.index and DIR/state.data-*.
@@ -117,9 +117,7 @@ class Store:
 
 
 def _no_space(error: Exception) -> bool:
-    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    return _NO_SPACE in str(error)
+    return space.out_of_room(error) or _NO_SPACE in str(error)
 
 
 def step_name(step: int) -> str:

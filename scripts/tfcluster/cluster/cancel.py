@@ -60,16 +60,17 @@ def raising() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def shielded() -> Iterator[list[int]]:
-    """While the run cleans up: further signals are noted (in the list yielded), not raised, so
-    that tearing down is not itself cut short; each step of it is bounded instead."""
-    noted: list[int] = []
+def shielded() -> Iterator[None]:
+    """While the run cleans up: further signals are let pass, not raised, so that tearing down is
+    not itself cut short; each step of it is bounded instead."""
     if threading.current_thread() is not threading.main_thread():
-        yield noted
+        yield
         return
-    previous = {number: signal.signal(number, lambda number, _frame: noted.append(number)) for number in SIGNALS}
+    # A handler that does nothing, not SIG_IGN: an ignored signal stays ignored in the programs
+    # the teardown starts (`docker compose down`), a handled one is theirs again.
+    previous = {number: signal.signal(number, lambda _number, _frame: None) for number in SIGNALS}
     try:
-        yield noted
+        yield
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)

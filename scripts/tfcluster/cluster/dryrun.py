@@ -29,11 +29,11 @@ def describe(plan: Plan, environ) -> str:
     """What the run would do, as text; reads the Compose files and .env, and calls nothing."""
     environment = steps.dry_environment(plan)
     variables = steps.dry_variables(plan, environ)
-    # The Compose files the run would write are not there yet (or are an earlier run's).
-    generated = [plan.generated(file) for file in (WORKERS_FILE, slowdown.SLOW_FILE, devmode.DEV_FILE)]
-    texts = {name: _read(name) for name in plan.files if name not in generated}
-    override = plan.override()
+    # The files the run would write are not there yet (or are an earlier run's).
+    written = plan.written()
+    texts = {name: _read(name) for name in plan.files if name not in written}
     workers_file = plan.generated(WORKERS_FILE)
+    override = written[workers_file]
     if override is not None:
         texts[workers_file] = override
     if plan.name_given:
