@@ -28,12 +28,12 @@ LOCK = Path(".tfcluster") / "installed.lock"
 
 
 def root_of(package: Path) -> Path:
-    """The harness's root for the host package at `package`: the checkout it lies in
-    (scripts/tfcluster), or, installed, its per-user copy, made or brought up to date."""
-    checkout = package.parents[1]
-    if package.parent.name == "scripts" and (checkout / "compose.yaml").is_file():
-        return checkout
-    return synced(package)
+    """The harness's root for the host package at `package`: installed (the wheel's files beside
+    it), its per-user copy, made or brought up to date; else the checkout it lies in, whatever of
+    it is there (scripts/tfcluster -> the root)."""
+    if (package / INSTALLED).is_dir():
+        return synced(package)
+    return package.parents[1]
 
 
 def location(environ: Mapping[str, str] = os.environ) -> Path:

@@ -58,3 +58,13 @@ def test_the_copy_goes_to_TFCLUSTER_HOME_else_the_users_cache(tmp_path):
     assert home.location({"TFCLUSTER_HOME": str(tmp_path / "mine")}) == tmp_path / "mine"
     assert home.location({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "tfcluster" / "home"
     assert home.location({"HOME": "/nonexistent"}).parts[-2:] == ("tfcluster", "home")
+
+
+def test_the_root_is_the_copy_when_installed_else_the_checkout_whatever_of_it_is_there(package, tmp_path, monkeypatch):
+    monkeypatch.setenv("TFCLUSTER_HOME", str(tmp_path / "copy"))
+    assert home.root_of(package) == tmp_path / "copy"
+    assert (tmp_path / "copy" / "compose.yaml").is_file()
+    # A checkout, or the part of one a command needs (scripts/ and trainer/, no compose.yaml).
+    checkout = tmp_path / "checkout"
+    (checkout / "scripts" / "tfcluster").mkdir(parents=True)
+    assert home.root_of(checkout / "scripts" / "tfcluster") == checkout
