@@ -12,7 +12,9 @@ Phases, each bounded, each in a module of its own:
    memory), and stops the program if a peer is lost, if it thrashes at its memory limit, or if no
    worker makes progress: a stall, when each program's stack is dumped first
    (trainer/launcher/watchdog.py); a program that fails on its own is asked about afterwards: did
-   the kernel kill it for memory, did a peer go? (trainer/launcher/postmortem.py).
+   the kernel kill it for memory, did a peer go? (trainer/launcher/postmortem.py). Meanwhile the
+   launcher counts the bytes of TensorFlow's own connections and prints them as one record once the
+   program has ended (trainer/launcher/traffic.py).
 3. Exit: the final state stays served until every live peer has seen it (at most 9 s), so a
    slower peer learns how this worker ended instead of finding it gone (trainer/launcher/lingering.py);
    with a shared results directory, a peer that still missed it reads the status recorded there.
@@ -32,7 +34,7 @@ import time
 from trainer.contract.cluster import Cluster
 from trainer.contract.console import Log, failed_event, show
 from trainer.contract.resultsdir import Recorder
-from trainer.launcher import rendezvous
+from trainer.launcher import rendezvous, traffic
 from trainer.launcher.barrier import Barrier, meeting_interval
 from trainer.launcher.failures import LaunchFailure
 from trainer.launcher.forked import Forking
@@ -179,7 +181,8 @@ class Supervisor:
         self._server.set_state("running")
         self._health.watch(self._program.activity)
         self._watchdog.start()
-        exit_code = self._program.wait()
+        with traffic.counted(traffic.tensorflow_ports(self._cluster), self._recorder):  # The verifier's proof.
+            exit_code = self._program.wait()
         self._usage = self._program.usage()
         self.say(self._usage.line())
         self._watchdog.stop()
