@@ -26,16 +26,25 @@ def strategy(index: int, *, workers: int = 2, session: str = "", replicas: int |
     }  # fmt: skip
 
 
-def state(
-    index: int, *, point="end", number=1, step=12, variables=VARIABLES, session="", net=None, logs=None, trainable=576
-):
-    """A state record; `net` defaults to 50 KB sent and received since the strategy's start."""
-    return {
+def state(  # noqa: PLR0913 - one keyword per field a test varies.
+    index: int, *, point="end", number=1, step=12, variables=VARIABLES, session="", net=None, logs=None, trainable=576,
+    trained=None, unreadable=0, trained_unreadable=0,
+):  # fmt: skip
+    """A state record; `net` defaults to 50 KB sent and received since the strategy's start. `trained`:
+    the names of the variables optimizers updated (None: a record from before the observer said)."""
+    found = {
         "event": "observed", "kind": "state", "session": session or f"session{index}", "time": 2.0,
         "point": point, "index": number, "step": step, "variables": [list(v) for v in variables],
         "bytes": 584, "trainable_bytes": trainable, "logs": logs or {},
         "net": net or {"sent": START["sent"] + 50_000, "received": START["received"] + 50_000}, "seconds": 0.001,
+        "unreadable": unreadable,
     }  # fmt: skip
+    if trained is not None:
+        found.update(trained=list(trained), trained_unreadable=trained_unreadable)
+    return found
+
+
+TRAINED = ("sequential/dense/kernel", "sequential/dense/bias", "adam/iteration")  # VARIABLES' trained ones.
 
 
 def lines(*found: dict) -> str:
@@ -50,3 +59,17 @@ def records(index: int, *, workers: int = 2, replicas: int | None = None, port: 
 def drifted(variables=VARIABLES, name="sequential/dense/kernel", hash_="0000000000000000"):
     """`variables` with `name`'s hash changed: the same model, other bytes."""
     return tuple((n, k, d, s, hash_ if n == name else h) for n, k, d, s, h in variables)
+
+
+def update(index: int, *, reduced="optimizer", context="inside strategy.run", replicas=2, skipped=False, session=""):
+    """How worker `index`'s optimizer reduced its gradients (trainer/observer/updates.py)."""
+    return {
+        "event": "observed", "kind": "update", "session": session or f"session{index}", "time": 1.5,
+        "optimizer": "Adam", "context": context, "replicas": replicas, "reduced": reduced, "skipped": skipped,
+    }  # fmt: skip
+
+
+def connections(sent: int, received: int | None = None) -> dict:
+    """The launcher's count of the bytes on its TensorFlow connections (trainer/launcher/traffic.py)."""
+    received = sent if received is None else received
+    return {"event": "connections", "ports": [12345], "sent": sent, "received": received, "connections": 2, "polls": 9}

@@ -86,7 +86,8 @@ def test_a_worker_out_of_memory_is_named_by_itself_and_its_peer(
     assert worker_0_says in line and "out of memory" in line, line
     # Either of the launcher's lost-peer lines: it stopped the program, or the program failed on
     # its own first (its collective aborted) and the lost peer explains why. Which comes first is a race.
-    assert "stopped: lost peer(s) worker-1:12345" in line or "after losing peer(s): worker-1:12345" in line, line
+    # (`lost peer(s) worker-1:12345` is also the verifier's clause after an error of the program's own.)
+    assert "lost peer(s) worker-1:12345" in line or "after losing peer(s): worker-1:12345" in line, line
     # The peer learns it at its next heartbeat and stops its program a grace later (5 s, then 2 s
     # for the program to end): before, it went on for minutes and blamed the network.
     lag = (project.finished_at("worker-0") - project.finished_at("worker-1")).total_seconds()

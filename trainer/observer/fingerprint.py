@@ -69,18 +69,22 @@ def unique(variables) -> list:
     return [variable for variable in found if id(variable) not in components]
 
 
-def fingerprint(variables) -> dict:
-    """Each variable as `[name, kind, dtype, shape, hash]`, with the state's size in bytes.
+def fingerprint(variables, trained=()) -> dict:
+    """Each variable as `[name, kind, dtype, shape, hash]`, with the state's size in bytes, and the
+    names of those among them that are in `trained` (what optimizers updated), with how many of
+    `trained` could not be read.
 
     A variable that cannot be read eagerly (a graph's own, in a TF1-style program) is only counted.
     """
-    entries, names = [], {}
-    total = trainable = unreadable = 0
-    for variable in unique(variables):
+    trained_ids = _ids(trained)
+    entries, names, trained_names = [], {}, []
+    total = trainable = unreadable = trained_unreadable = 0
+    for variable in unique([*variables, *trained]):
         try:
             value = np.asarray(local_value(variable))
         except Exception:  # noqa: BLE001 - one of a graph's own (a TF1-style program), or gone: not state to compare.
             unreadable += 1
+            trained_unreadable += id(variable) in trained_ids
             continue
         name = variable.name.removesuffix(":0")
         names[name] = names.get(name, 0) + 1
@@ -92,13 +96,42 @@ def fingerprint(variables) -> dict:
         )
         total += value.nbytes
         trainable += value.nbytes if variable_kind in ("trainable", "outside") else 0
-    return {"variables": entries, "bytes": total, "trainable_bytes": trainable, "unreadable": unreadable}
+        if id(variable) in trained_ids:
+            trained_names.append(name)
+    return {
+        "variables": entries,
+        "bytes": total,
+        "trainable_bytes": trainable,
+        "unreadable": unreadable,
+        "trained": trained_names,
+        "trained_unreadable": trained_unreadable,
+    }
+
+
+def _ids(variables) -> set[int]:
+    """The ids of the TensorFlow variables behind `variables`; a distributed variable's component stands for it."""
+    found = {id(underlying(variable)) for variable in variables if underlying(variable) is not None}
+    for variable in unique(variables):
+        distributed = isinstance(variable, distributed_values.DistributedVariable)
+        if distributed and any(id(component) in found for component in variable.values):
+            found.add(id(variable))
+    return found
 
 
 def step(optimizer) -> int | None:
     """The optimizer's step count on this worker (its `iterations`), or None if it has none."""
     iterations = underlying(getattr(optimizer, "iterations", None))
     return None if iterations is None else int(local_value(iterations))
+
+
+def step_now(optimizer) -> int | None:
+    """The optimizer's step, read eagerly even while a `tf.function` is traced; None when it has none yet
+    (a legacy optimizer makes its counter on first use: asking for `iterations` would make it here)."""
+    iterations = underlying(getattr(optimizer, "_iterations", None))
+    if iterations is None:
+        return None
+    with tf.init_scope():
+        return int(local_value(iterations))
 
 
 def _hash(value: np.ndarray) -> str:

@@ -9,7 +9,12 @@ raised; the recording runs after the original, guarded (trainer/observer/points.
   the state at the program's end, whatever made it;
 - `Checkpoint._write`: behind `Checkpoint.save` and `write`, `CheckpointManager.save`, and so
   Keras's `BackupAndRestore` and `ModelCheckpoint`;
-- `Model.fit` of tf-keras and of Keras 3: one more callback, whose only method is `on_epoch_end`.
+- `Model.fit` of tf-keras and of Keras 3: one more callback, whose only method is `on_epoch_end`;
+- each optimizer's `apply_gradients` (and Keras 3's `apply`), of Keras 3, of tf-keras (its legacy
+  optimizers too) and of TensorFlow 1: which variables training updates, so that the observer holds
+  them, and the optimizer, alive until it has fingerprinted them at the program's end. Under
+  `tf.function` this runs once, when the step is traced, which is all it needs: the variables a
+  traced step updates are the same at every step.
 """
 
 import contextlib
@@ -36,6 +41,7 @@ def observe_tensorflow(observer) -> None:
         lambda launcher, *_, **__: observer.not_state(getattr(launcher, "_ordering_token", None)),
     )
     _around_checkpoint_write(observer)
+    _observe_optimizers(tf.compat.v1.train.Optimizer, observer)
 
 
 def observe_keras(keras, observer) -> None:
@@ -43,6 +49,10 @@ def observe_keras(keras, observer) -> None:
     backend = getattr(keras, "backend", None)
     if hasattr(backend, "backend") and backend.backend() != "tensorflow":
         return
+    _observe_optimizers(keras.optimizers.Optimizer, observer)
+    legacy = getattr(getattr(keras.optimizers, "legacy", None), "Optimizer", None)  # tf-keras's OptimizerV2.
+    if legacy is not None:
+        _observe_optimizers(legacy, observer)
     model_class = keras.Model
     original = model_class.fit
     if getattr(original, MARK, False):
@@ -116,6 +126,64 @@ def _around_checkpoint_write(observer) -> None:
 
     setattr(_write, MARK, True)
     checkpoint_module.Checkpoint._write = _write  # noqa: SLF001
+
+
+def _observe_optimizers(optimizer_class, observer) -> None:
+    """Wraps the update methods wherever the class or its bases define them (a subclass may call its base's)."""
+    for owner in optimizer_class.__mro__:
+        for name, updated in (("apply_gradients", _pairs_updated), ("apply", _apply_updated)):
+            if name in vars(owner):
+                _around_update(owner, name, updated, observer)
+
+
+def _around_update(owner, name: str, updated, observer) -> None:
+    original = vars(owner)[name]
+    if getattr(original, MARK, False) or not callable(original):
+        return
+
+    @functools.wraps(original)
+    def wrapper(self, *args, **kwargs):
+        observer.optimizer_seen(self)  # Its step before its first update: where this process took it up.
+        args, kwargs, variables, gradients = updated(self, args, kwargs)
+        observer.gradients_applied(self, gradients, kwargs)
+        result = original(self, *args, **kwargs)
+        with contextlib.suppress(Exception):  # Recorded by the observer's own guard, or not at all.
+            observer.optimizer_updated(self, variables() if callable(variables) else variables)
+        return result
+
+    setattr(wrapper, MARK, True)
+    setattr(owner, name, wrapper)
+
+
+def _pairs_updated(_optimizer, args, kwargs):
+    """`apply_gradients(grads_and_vars, ...)`: the pairs made a list first, since a `zip` is read only once."""
+    if args:
+        pairs = _listed(args[0])
+        args = (pairs, *args[1:])
+    elif "grads_and_vars" in kwargs:
+        pairs = kwargs["grads_and_vars"] = _listed(kwargs["grads_and_vars"])
+    else:
+        return args, kwargs, (), ()
+    pairs = [pair for pair in pairs if isinstance(pair, (list, tuple)) and len(pair) == 2]
+    return args, kwargs, [pair[1] for pair in pairs], [pair[0] for pair in pairs]
+
+
+def _apply_updated(optimizer, args, kwargs):
+    """Keras 3's `apply(grads, trainable_variables=None)`: without variables, those the optimizer was built with."""
+    gradients = args[0] if args else kwargs.get("grads", ())
+    given = args[1] if len(args) > 1 else kwargs.get("trainable_variables")
+    if given is None:
+        return args, kwargs, lambda: list(getattr(optimizer, "_trainable_variables", None) or ()), gradients
+    given = _listed(given)
+    if len(args) > 1:
+        args = (args[0], given, *args[2:])
+    else:
+        kwargs["trainable_variables"] = given
+    return args, kwargs, given, gradients
+
+
+def _listed(values):
+    return values if isinstance(values, (list, tuple)) else list(values)
 
 
 def _after(owner, name: str, record) -> None:

@@ -36,6 +36,12 @@ class Observer:
         self.journal = journal
         self.failed: set[str] = set()
         self._variables: list[weakref.ref] = []  # Every variable the program made, in order.
+        # What any optimizer updated, and the optimizers, held alive: a program that frees its model
+        # before it exits (`del model; gc.collect()`) still has it fingerprinted at its end.
+        self._trained: dict[int, object] = {}
+        self._optimizers: dict[int, object] = {}
+        self._first_steps: dict[int, int | None] = {}  # Each optimizer's step when this process first updated.
+        self._updates: set[tuple] = set()  # How each optimizer's gradients were reduced, each kind once.
         self._prune_at = PRUNE_AT
         self._strategies = 0
         self._checkpoints = 0
@@ -77,13 +83,36 @@ class Observer:
         self._variables = [ref for ref in self._variables if ref() is not variable]
 
     @guarded
+    def optimizer_seen(self, optimizer) -> None:
+        if id(optimizer) not in self._first_steps:
+            from . import fingerprint
+
+            self._first_steps[id(optimizer)] = fingerprint.step_now(optimizer)
+
+    @guarded
+    def gradients_applied(self, optimizer, gradients, kwargs: dict) -> None:
+        """Records once per kind how an optimizer's gradients were reduced (trainer/observer/updates.py)."""
+        from . import updates
+
+        # Keras 3's `apply_gradients` calls `apply` with the same gradients: the same record, kept once.
+        found = updates.how_reduced(list(gradients or ()), kwargs)
+        key = (id(optimizer), *sorted(found.items()))
+        if key not in self._updates:
+            self._updates.add(key)
+            self.journal.write("update", optimizer=type(optimizer).__name__, **found)
+
+    @guarded
+    def optimizer_updated(self, optimizer, variables) -> None:
+        self._optimizers.setdefault(id(optimizer), optimizer)
+        for variable in variables:
+            if variable is not None:
+                self._trained.setdefault(id(variable), variable)
+
+    @guarded
     def epoch_ended(self, model, epoch: int, logs) -> None:
         optimizer = getattr(model, "optimizer", None)
-        optimizer_variables = getattr(optimizer, "variables", ()) if optimizer is not None else ()
-        if callable(optimizer_variables):  # tf-keras's legacy optimizers have a method.
-            optimizer_variables = optimizer_variables()
         metrics = {key: float(value) for key, value in (logs or {}).items() if _is_number(value)}
-        self._record("epoch", epoch + 1, [*model.variables, *optimizer_variables], optimizer, logs=metrics)
+        self._record("epoch", epoch + 1, [*model.variables, *_variables_of(optimizer)], optimizer, logs=metrics)
 
     @guarded
     def checkpoint_written(self, checkpoint) -> None:
@@ -92,7 +121,9 @@ class Observer:
         objects = tf.train.TrackableView(checkpoint).descendants()
         optimizer = next((o for o in objects if hasattr(o, "apply_gradients") and hasattr(o, "iterations")), None)
         self._checkpoints += 1
-        self._record("checkpoint", self._checkpoints, objects, optimizer)
+        # A checkpoint of no optimizer (a model's weights alone) is placed by the trained optimizers' step.
+        step = None if optimizer is not None else _largest_iterations(self.trained())
+        self._record("checkpoint", self._checkpoints, objects, optimizer, step=step)
 
     @guarded
     def program_ended(self) -> None:
@@ -100,8 +131,26 @@ class Observer:
             return
         self._ended = True
         alive = [variable for variable in (ref() for ref in self._variables) if variable is not None]
+        alive += self.trained()
         optimizer = None  # The end has no optimizer of its own: its step is the largest `iterations`.
-        self._record("end", 1, alive, optimizer, step=_largest_iterations(alive))
+        self._record("end", 1, alive, optimizer, step=_largest_iterations(alive), steps_run=self._steps_run())
+
+    def _steps_run(self) -> int | None:
+        """The steps this process took: the most any optimizer counted since this process first updated with it."""
+        from . import fingerprint
+
+        taken = [
+            now - first
+            for key, first in self._first_steps.items()
+            if first is not None
+            and key in self._optimizers
+            and (now := fingerprint.step_now(self._optimizers[key])) is not None
+        ]
+        return max(taken, default=None)
+
+    def trained(self) -> list:
+        """Every variable an optimizer updated, and every optimizer's own (its step, its slots)."""
+        return [*self._trained.values(), *(v for o in self._optimizers.values() for v in _variables_of(o))]
 
     def _counters(self) -> dict | None:
         return None if self._loopback else network.counters()
@@ -114,7 +163,7 @@ class Observer:
         from . import fingerprint
 
         started = time.perf_counter()
-        state = fingerprint.fingerprint(variables)
+        state = fingerprint.fingerprint(variables, trained=self.trained())
         if step is None and optimizer is not None:
             step = fingerprint.step(optimizer)
         seconds = round(time.perf_counter() - started, 6)
@@ -138,6 +187,13 @@ class _Outermost:
         self._local.depth -= 1
 
 
+def _variables_of(optimizer) -> list:
+    if optimizer is None:
+        return []
+    found = getattr(optimizer, "variables", ())
+    return list(found() if callable(found) else found)  # tf-keras's legacy optimizers have a method.
+
+
 def _is_number(value) -> bool:
     try:
         float(value)
@@ -151,7 +207,7 @@ def _largest_iterations(variables) -> int | None:
 
     steps = [
         int(fingerprint.local_value(variable))
-        for variable in variables
+        for variable in fingerprint.unique(variables)  # TensorFlow's variables, behind Keras 3's own.
         if variable.name.split("/")[-1].split(":")[0] in ("iteration", "iterations", "iter")
         and variable.dtype.is_integer
     ]

@@ -6,7 +6,13 @@ lines, which the launcher copies into the worker's log when the program ends:
   `index`), `net` (this host's counters, `sent` and `received` bytes);
 - `state`: `point` (`epoch`, `checkpoint` or `end`), `index` (the epoch's number, the checkpoint's,
   1 for the end), `step` (the optimizer's), `variables` (`[name, kind, dtype, shape, hash]` each),
-  `bytes`, `trainable_bytes`, `logs` (an epoch's), `net`, `seconds` (what the fingerprint took);
+  `bytes`, `trainable_bytes`, `unreadable` (variables that could not be read), `trained` (the names,
+  among `variables`, of those an optimizer updated or holds: absent in records older than that),
+  `trained_unreadable`, `steps_run` (the end's: the steps this process took), `logs` (an epoch's),
+  `net`, `seconds` (what the fingerprint took);
+- `update`: how one optimizer's gradients were reduced, once per kind (trainer/observer/updates.py):
+  `optimizer` (its class), `context`, `replicas`, `reduced` (`optimizer`, `program`, `no` or
+  `unknown`), `skipped`;
 - `error`: `where` and `error`, an error of the observer's own.
 
 A session is one process's records. A log may hold several: a program's subprocesses that import
@@ -44,10 +50,26 @@ class State:
     logs: dict
     net: dict | None
     seconds: float
+    time: float = 0.0
+    unreadable: int = 0
+    # The names of the variables an optimizer updated (and the optimizers' own); None when the record
+    # predates the field, so that what was trained is not known.
+    trained: tuple[str, ...] | None = None
+    trained_unreadable: int = 0
+    steps_run: int | None = None  # The steps this process took (the end only; not in older records).
 
     @property
-    def key(self) -> tuple[str, int]:
+    def key(self) -> tuple:
+        """What the point is, alike on every worker: an epoch by its number, the end as itself, a
+        checkpoint by its step and what it holds (a chief may write checkpoints the others do not, so
+        the order each process wrote them in does not match them up)."""
+        if self.point == "checkpoint" and self.step is not None:
+            return self.point, self.step, frozenset(v.name for v in self.variables)
         return self.point, self.index
+
+    @property
+    def compared(self) -> tuple[Variable, ...]:
+        return tuple(v for v in self.variables if v.compared)
 
     @property
     def label(self) -> str:
@@ -60,6 +82,7 @@ class Session:
     strategy: dict | None
     states: tuple[State, ...]
     errors: tuple[str, ...]
+    updates: tuple[dict, ...] = ()  # How its optimizers' gradients were reduced; none in older records.
 
 
 def sessions(log: str) -> list[Session]:
@@ -79,6 +102,7 @@ def _session(records: list[dict]) -> Session:
         strategy=strategies[0] if strategies else None,
         states=tuple(state for state in states if state is not None),
         errors=tuple(f"{r.get('where')}: {r.get('error')}" for r in records if r.get("kind") == "error"),
+        updates=tuple(record for record in records if record.get("kind") == "update"),
     )
 
 
@@ -101,6 +125,11 @@ def _parse_state(record: dict) -> State:
         logs=dict(record.get("logs") or {}),
         net=record.get("net"),
         seconds=float(record.get("seconds") or 0.0),
+        time=float(record.get("time") or 0.0),
+        unreadable=int(record.get("unreadable") or 0),
+        trained=tuple(map(str, record["trained"])) if isinstance(record.get("trained"), list) else None,
+        trained_unreadable=int(record.get("trained_unreadable") or 0),
+        steps_run=int(record["steps_run"]) if isinstance(record.get("steps_run"), int) else None,
     )
 
 

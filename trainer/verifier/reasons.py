@@ -12,6 +12,10 @@ Whatever comes from a program's log is shown as one line of at most `LIMIT` char
 line, so that an error message that goes on to print tensors, or a whole report, shows only what
 it says first. A status's reason is the harness's own line (the launcher's, the keeper's, or a
 config error of this project's trainer), shown whole: cutting it could hide which peers were lost.
+
+Which failure started it (trainer/verifier/causes.py orders the verdict's problems by it) is read
+from exit codes first; from a log, only what a program raised: `own_error`, its error of its own
+accord, and `caused_by_peer`, whether what it raised is what TensorFlow raises when a peer is gone.
 """
 
 import re
@@ -25,6 +29,18 @@ LIMIT = 200
 _TRACEBACK = "Traceback (most recent call last):"
 # The line a traceback ends with: the exception's (qualified) class name, then its message.
 _EXCEPTION = re.compile(r"^\w+(\.\w+)*(Error|Exception)(: |$)")
+# What TensorFlow raises in a worker whose peer is gone: its collectives aborted or cancelled, its
+# connections refused or cut, its coordination service's heartbeats stopped. The peer's doing, not
+# the program's: by its class, or, whatever the class, by these words of its message.
+_PEER_EXCEPTION = re.compile(r"^(\w+\.)*(UnavailableError|CancelledError|AbortedError|DeadlineExceededError)(: |$)")
+_PEER_WORDS = re.compile(
+    r"Collective ops is aborted|tasks are unhealthy|heartbeat|socket closed|failed to connect|connection reset",
+    re.IGNORECASE,
+)
+# The launcher's lost-peer lines end in the peers it lost, each with why (trainer/launcher/postmortem.py:
+# `training program exited 1 after losing peer(s): LISTING`; trainer/launcher/watchdog.py: `stopped:
+# lost peer(s) LISTING`). Read only to show them again, never to decide anything: the exit code does.
+_LOST_PEERS = re.compile(r"(?:after losing peer\(s\):|lost peer\(s\)) (.+)$")
 # Words of the lines that say why a worker ended: errors, and the launcher's closing reasons.
 _REASON = re.compile(
     r"error|exception|failed|fatal|killed|stopped|exited|never joined|mismatch|deadline", re.IGNORECASE
@@ -125,3 +141,46 @@ def reason_line(log: str) -> str | None:
         if _REASON.search(line) and not is_event(line.strip()):
             return one_line(line)
     return None
+
+
+def is_exception(line: str) -> bool:
+    """Whether `line` is an exception's (`ValueError: ...`), as a traceback ends with."""
+    return bool(_EXCEPTION.match(line))
+
+
+def own_error(log: str) -> str | None:
+    """The error a worker's program raised of its own accord, as one line, or None when it raised none.
+
+    A known failure's advice (trainer/verifier/diagnoses.py), else the exception of its last
+    traceback, unless that exception is what TensorFlow raises when a peer is gone (`caused_by_peer`):
+    then the program only failed with its peer, and its own line is the peer's.
+    """
+    advice = diagnose(log)
+    if advice:
+        return advice
+    exception = exception_line(log)
+    if exception is None or _is_peer_exception(exception):
+        return None
+    return one_line(exception)
+
+
+def caused_by_peer(log: str) -> bool:
+    """Whether what the program raised is TensorFlow's error for a peer that is gone, by the log alone.
+
+    For a program's own exit code (1 for an uncaught exception), which says nothing of peers; an exit
+    code of the launcher's (a lost peer is 5) says it better.
+    """
+    if own_error(log) is not None:
+        return False
+    exception = exception_line(log)
+    return (exception is not None and _is_peer_exception(exception)) or unhealthy_peer(log) is not None
+
+
+def _is_peer_exception(exception: str) -> bool:
+    return bool(_PEER_EXCEPTION.match(exception) or _PEER_WORDS.search(exception))
+
+
+def lost_peers(reason: str) -> str | None:
+    """The peers a launcher's lost-peer line names, each with why (`worker-1:12345 (exited 1)`), or None."""
+    found = _LOST_PEERS.search(reason)
+    return found[1] if found else None

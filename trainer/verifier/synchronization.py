@@ -2,20 +2,22 @@
 
 Under MultiWorkerMirroredStrategy every worker starts from the chief's broadcast values and
 applies the same all-reduced update to them, so at every point the observer recorded
-(trainer/verifier/observed.py) each compared variable must have the same bytes on every worker.
-ON_READ variables (`local`) are each worker's own by design and are listed, not compared.
-Identical weights alone do not prove synchronization: two workers fed the same data with the same
-seeds train identically without ever exchanging a gradient. So each worker must also have sent and
-received, while it trained, at least what one all-reduce of its trainable variables moves each way,
-(N-1)/N of their bytes with N workers (a ring all-reduce moves twice that, every step).
+(trainer/verifier/observed.py) each compared variable must have the same bytes on every worker:
+epochs matched by number, checkpoints by step and content, the end as itself. ON_READ variables
+(`local`) are each worker's own by design and are listed, not compared. A worker that failed is
+reported for its failure; its partial state is compared with nobody's.
+Identical weights alone do not prove synchronization: the state must hold what was trained, and
+the gradients must have been all-reduced (trainer/verifier/evidence.py) and have crossed the
+network (trainer/verifier/traffic.py).
 """
 
 import dataclasses
 
 from trainer.contract import cluster as cluster_config
+from trainer.verifier.evidence import evidence_problem, gradients_line, gradients_problem, trained_part
 from trainer.verifier.observed import Session, State
-
-SHOWN = 4  # Variables named in a difference; the rest are counted.
+from trainer.verifier.text import count, names, size, variable_bytes
+from trainer.verifier.traffic import judge_traffic
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -29,19 +31,30 @@ class Synchronization:
 
 
 def judge_synchronization(
-    observed: dict[str, list[Session]], *, expected_workers: int, judged: set[str], cluster: list[str] | None = None
+    observed: dict[str, list[Session]],
+    *,
+    expected_workers: int,
+    judged: set[str],
+    cluster: list[str] | None = None,
+    counted: dict[str, dict] | None = None,
 ) -> Synchronization:
-    """`judged`: the workers that ended well, whose own records must be complete; `cluster`: the harness's addresses."""
+    """`judged`: the workers that ended well, whose own records must be complete; `cluster`: the harness's
+    addresses; `counted`: each worker's launcher's count of its TensorFlow connections' bytes."""
     worker_problems = {}
     for name in judged:
         problem = _worker_problem(name, observed.get(name, []), expected_workers, cluster)
         if problem:
             worker_problems[name] = problem
-    differences = list(filter(None, [_first_difference(observed)]))
+    # A worker that failed is reported for its failure: its partial state is no difference of its own.
+    differences = list(filter(None, [_first_difference({n: s for n, s in observed.items() if n in judged})]))
     everyone_well = len(judged) == expected_workers == len(observed) and not worker_problems
+    lines, proof = ((), None)
     if everyone_well and not differences:
-        differences += _missing_points(observed) + _traffic(observed, expected_workers)
-    lines, proof = _proven(observed, expected_workers) if everyone_well and not differences else ((), None)
+        traffic = judge_traffic(observed, counted or {}, expected_workers)
+        differences += _missing_points(observed) + _unproven(observed) + list(traffic.problems)
+        if not differences:
+            lines, proof = _proven(observed, expected_workers)
+            lines += tuple(filter(None, [gradients_line(observed), traffic.line]))
     return Synchronization(
         worker_problems=worker_problems,
         differences=tuple(differences),
@@ -69,13 +82,13 @@ def _worker_problem(name: str, sessions: list[Session], expected_workers: int, c
     if not session.states:
         errors = f": the observer failed at {session.errors[0]}" if session.errors else ""
         return f"no record of its model state at its end{errors}"
-    outside = [v.name for v in session.states[-1].variables if v.kind == "outside"]
+    outside = list(dict.fromkeys(v.name for state in session.states for v in state.variables if v.kind == "outside"))
     if outside and strategy is not None and expected_workers > 1:
         return (
             f"{len(outside)} trainable variable(s) made outside strategy.scope(), so trained by this worker alone: "
-            + _names(outside)
+            + names(outside)
         )
-    return None
+    return gradients_problem(session) if strategy is not None and expected_workers > 1 else None
 
 
 def _strategy_problem(name: str, strategy: dict, expected_workers: int, cluster: list[str] | None) -> str | None:
@@ -135,23 +148,23 @@ def _at(session: Session, key: tuple[str, int]) -> State | None:
 
 def _compare(states: dict[str, State]) -> str | None:
     """Which workers hold other bytes than the first, and in which variables; None if all are the same."""
-    names = list(states)
-    reference = _compared(states[names[0]])
+    workers = list(states)
+    reference = _compared(states[workers[0]])
     found = []
-    for name in names[1:]:
+    for name in workers[1:]:
         theirs = _compared(states[name])
         differing = [key for key in reference if key in theirs and reference[key] != theirs[key]]
         if differing:
             found.append(
-                f"{name} differs from {names[0]} in {len(differing)} of {len(reference)} compared variables: "
-                + _names(differing)
+                f"{name} differs from {workers[0]} in {len(differing)} of {len(reference)} compared variables: "
+                + names(differing)
             )
         lacking = [key for key in reference if key not in theirs]
         extra = [key for key in theirs if key not in reference]
         if lacking:
-            found.append(f"{name} lacks {_names(lacking)}, which {names[0]} has")
+            found.append(f"{name} lacks {names(lacking)}, which {workers[0]} has")
         if extra:
-            found.append(f"{name} has {_names(extra)}, which {names[0]} lacks")
+            found.append(f"{name} has {names(extra)}, which {workers[0]} lacks")
     return "; ".join(found) or None
 
 
@@ -172,66 +185,38 @@ def _missing_points(observed: dict[str, list[Session]]) -> list[str]:
     return missing
 
 
-def _traffic(observed: dict[str, list[Session]], expected_workers: int) -> list[str]:
-    """A problem when a worker moved less than one all-reduce of its trainable variables while it trained."""
-    exchanged = _exchanged(observed)
-    trainable = max((s[-1].states[-1].trainable_bytes for s in observed.values()), default=0)
-    bound = trainable * (expected_workers - 1) / expected_workers
-    if expected_workers < 2 or not bound or len(exchanged) < len(observed):
-        return []
-    short = {name: figures for name, figures in exchanged.items() if min(figures) < bound}
-    if not short:
-        return []
-    shown = "; ".join(
-        f"{name} sent {size(figures[0])} and received {size(figures[1])}" for name, figures in short.items()
-    )
-    return [
-        f"the workers exchanged less than one all-reduce of their {size(trainable)} of trainable variables while "
-        f"training ({size(bound)} each way): {shown}: no gradient crossed the network, so they never synchronized"
-    ]
-
-
-def _exchanged(observed: dict[str, list[Session]]) -> dict[str, tuple[int, int]]:
-    """Each worker's bytes sent and received from its strategy's start to its last state, where both were read."""
-    found = {}
+def _unproven(observed: dict[str, list[Session]]) -> list[str]:
+    """Workers whose states, identical as they are, prove nothing: nothing compared, or not what was trained."""
+    found = []
     for name, sessions in observed.items():
-        session = sessions[-1]
-        start = (session.strategy or {}).get("net")
-        end = session.states[-1].net if session.states else None
-        if isinstance(start, dict) and isinstance(end, dict):
-            found[name] = (end["sent"] - start["sent"], end["received"] - start["received"])
+        problem = evidence_problem(sessions[-1])
+        if problem:
+            found.append(f"{name}: not proven: {problem}")
     return found
 
 
 def _proven(observed: dict[str, list[Session]], expected_workers: int) -> tuple[tuple[str, ...], str]:
-    """What a passing run proved: the states compared at every point, and the traffic while training."""
+    """What a passing run proved: the states compared at every point."""
     sessions = next(iter(observed.values()))
     points = [state for session in sessions for state in session.states]
     last = points[-1]
-    # The figures of the fullest point: a program's end may hold less than its checkpoints did, when
-    # it let its optimizer go before it exited (the observer holds no variable alive).
-    counts = [sum(1 for v in point.variables if v.compared) for point in points]
+    # The figures of the fullest point: a checkpoint may hold more than what was trained (an epoch
+    # counter, a metric), and older records' ends less than their checkpoints.
+    counts = [len(point.compared) for point in points]
     fullest = points[counts.index(max(counts))]
-    compared = [v for v in fullest.variables if v.compared]
+    compared = fullest.compared
     local = [v.name for v in fullest.variables if v.kind == "local"]
     span = f"at {last.label}" if len(points) == 1 else f"from {points[0].label} to {last.label}"
-    local_part = f"; local to each worker (ON_READ), not compared: {_names(local)}" if local else ""
-    at = _count(len(points), "point")
+    local_part = f"; local to each worker (ON_READ), not compared: {names(local)}" if local else ""
+    at = count(len(points), "point")
     up_to = "up to " if len(set(counts)) > 1 else ""
-    state = f"{up_to}{_count(len(compared), 'variable')}, {size(sum(_bytes(v) for v in compared))}"
+    compared_part = (
+        f"{up_to}{count(len(compared), 'variable')}, {size(sum(variable_bytes(v.dtype, v.shape) for v in compared))}"
+    )
+    state = trained_part(last, at=len(points) > 1) + compared_part
     workers = f"{len(observed)} of {expected_workers} workers"
     lines = [f"state: bitwise identical on {workers} at {at}, {span}: {state}{local_part}"]
-    exchanged = _exchanged(observed)
-    if expected_workers > 1 and len(exchanged) == len(observed):
-        sent = min(figures[0] for figures in exchanged.values())
-        received = min(figures[1] for figures in exchanged.values())
-        lines.append(
-            f"traffic: while training, every worker sent at least {size(sent)} to its peers and received "
-            f"at least {size(received)}"
-        )
-    elif expected_workers > 1:
-        lines.append("traffic: not measured (a worker's network counters could not be read, or it ran on loopback)")
-    return tuple(lines), f"weights identical at {at} ({state})"
+    return tuple(lines), f"weights identical at {at} ({trained_part(last, at=False)}{compared_part})"
 
 
 def _fit_metrics(sessions: list[Session]) -> dict | None:
@@ -244,46 +229,3 @@ def _fit_metrics(sessions: list[Session]) -> dict | None:
         metrics["initial_loss"] = epochs[0].logs["loss"]
     metrics.update({f"final_{key}": value for key, value in epochs[-1].logs.items()})
     return metrics
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
-_ITEM_SIZES = {
-    "float16": 2,
-    "bfloat16": 2,
-    "float32": 4,
-    "float64": 8,
-    "int8": 1,
-    "uint8": 1,
-    "int16": 2,
-    "int32": 4,
-    "uint32": 4,
-    "int64": 8,
-    "uint64": 8,
-    "bool": 1,
-    "complex64": 8,
-    "complex128": 16,
-}
-
-
-def _bytes(variable) -> int:
-    """A variable's size from its dtype and shape (a string variable's is unknown: 0)."""
-    count = 1
-    for dimension in variable.shape.split("x") if variable.shape != "scalar" else ():
-        count *= int(dimension)
-    return count * _ITEM_SIZES.get(variable.dtype, 0)
-
-
-def _names(names: list[str]) -> str:
-    more = f" (and {len(names) - SHOWN} more)" if len(names) > SHOWN else ""
-    return ", ".join(names[:SHOWN]) + more
-
-
-def size(count: float) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if abs(count) < 1024 or unit == "GB":
-            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
-        count /= 1024
-    return f"{count:.1f} GB"

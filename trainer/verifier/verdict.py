@@ -3,20 +3,27 @@
 The model states are the proof of synchronization (trainer/verifier/synchronization.py); the
 metrics a program prints are compared too, but under MultiWorkerMirroredStrategy they are
 all-reduced before any worker sees them, so they agree even when the weights do not.
+
+The problems come in the order things went wrong: the failure that started it first, with its own
+error, and the workers that only lost a peer to it after; an error several workers raised is said
+once (trainer/verifier/causes.py).
 """
 
 import dataclasses
 import math
 
 from trainer.contract.exitcodes import ExitCode
+from trainer.verifier import causes
+from trainer.verifier.causes import Cause
 from trainer.verifier.diagnoses import diagnose
 from trainer.verifier.metrics import IDENTITY_KEYS, parse_final_metrics
 from trainer.verifier.observed import sessions
-from trainer.verifier.reasons import exception_line, failure_reason, last_error_line, one_line, reason_line
+from trainer.verifier.reasons import exception_line, failure_reason, last_error_line, one_line, own_error, reason_line
 from trainer.verifier.recovery import Recovery
 from trainer.verifier.stacks import waiting_at
 from trainer.verifier.stragglers import slowest_worker
 from trainer.verifier.synchronization import Synchronization, judge_synchronization
+from trainer.verifier.traffic import connections
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -41,6 +48,20 @@ class WorkerOutcome:
     status: str
     metrics: dict | None
     problem: str | None
+    cause: Cause = Cause.OWN  # Whether it failed of its own or only lost a peer: the problems' order.
+    # The error its program raised of its own accord (trainer/verifier/reasons.py, `own_error`), when
+    # its problem says that error: the verdict says once an error several workers raised.
+    error: str | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Status:
+    """A worker's status and problem as its report alone says, with why it failed (`Cause`, `WorkerOutcome.error`)."""
+
+    status: str
+    problem: str | None
+    cause: Cause = Cause.OWN
+    error: str | None = None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -60,7 +81,9 @@ class Verdict:
     @property
     def problems(self) -> tuple[str, ...]:
         keeper = (f"keeper: {self.recovery.problem}",) if self.recovery and self.recovery.problem else ()
-        workers = tuple(f"{w.name}: {w.problem}" for w in self.workers if w.problem)
+        # The keeper's first: it names the failed workers in the order they failed, and the workers
+        # it stopped on giving up show only as killed.
+        workers = causes.in_order(self.workers, cluster=max(self.expected_workers, len(self.workers)))
         return keeper + workers + self.synchronization.differences + self.differences
 
     @property
@@ -85,8 +108,9 @@ def judge(
     synchronization = judge_synchronization(
         observed,
         expected_workers=expected_workers,
-        judged={name for name, (_, problem) in statuses.items() if problem is None},
+        judged={name for name, status in statuses.items() if status.problem is None},
         cluster=cluster,
+        counted={report.name: found for report in reports if (found := connections(report.log))},
     )
     outcomes = [_judge_worker(report, statuses[report.name], expected_workers, synchronization) for report in reports]
     if unknown_exits_fail:
@@ -118,10 +142,10 @@ def judge(
 
 
 def _judge_worker(
-    report: WorkerReport, status_and_problem: tuple[str, str | None], expected_workers: int, sync: Synchronization
+    report: WorkerReport, status_and_problem: _Status, expected_workers: int, sync: Synchronization
 ) -> WorkerOutcome:
     """Its metrics are those it printed, else `fit`'s; `replicas` is what its strategy had, where observed."""
-    status, problem = status_and_problem
+    status, problem = status_and_problem.status, status_and_problem.problem
     metrics = parse_final_metrics(report.log) or sync.fit_metrics.get(report.name)
     replicas = sync.replicas.get(report.name)
     if metrics is not None and replicas is not None:
@@ -137,7 +161,14 @@ def _judge_worker(
             problem = _without_metrics(report.log)
         elif metrics.get("replicas") != expected_workers:
             problem = f"replicas={metrics.get('replicas')}, expected {expected_workers}"
-    return WorkerOutcome(name=report.name, status=status, metrics=metrics, problem=problem)
+    return WorkerOutcome(
+        name=report.name,
+        status=status,
+        metrics=metrics,
+        problem=problem,
+        cause=status_and_problem.cause,
+        error=status_and_problem.error if problem == status_and_problem.problem else None,
+    )
 
 
 def _unknown_exit_failed(outcome: WorkerOutcome) -> WorkerOutcome:
@@ -152,27 +183,38 @@ def _failed_without_metrics(log: str, metrics: dict | None) -> bool:
     return metrics is None and bool(diagnose(log) or reason_line(log))
 
 
-def _status_and_problem(report: WorkerReport) -> tuple[str, str | None]:
+def _status_and_problem(report: WorkerReport) -> _Status:
     if report.state == "missing":
-        return "missing", "missing: it never started (no launcher of that name reported)"
+        return _Status("missing", "missing: it never started (no launcher of that name reported)")
     if report.state == "running":
-        return "running", "still running when the verifier's timeout ran out"
+        return _Status("running", "still running when the verifier's timeout ran out")
     if report.state == "killed":
-        return (
-            "killed",
-            f"killed without an exit status (SIGKILL or out of memory); last line: {last_error_line(report.log)}",
-        )
+        last = last_error_line(report.log)
+        return _Status("killed", f"killed without an exit status (SIGKILL or out of memory); last line: {last}")
     if report.state == "log":
-        return "log", None
+        return _Status("log", None, cause=causes.of_saved_log(report.log))
     if report.state == "lost":
-        return "lost", f"lost: {report.reason}"
+        return _Status("lost", f"lost: {report.reason}")
     if report.exit_code != 0:
-        reason = failure_reason(exit_code=report.exit_code, reason=report.reason, log=report.log)
-        where = waiting_at(report.log) if report.exit_code == ExitCode.STALLED else None
-        if where:  # Each stalled worker dumped its program's stack: where it was waiting is the news.
-            reason = f"{reason}; its program was waiting at {where}"
-        return f"exited {report.exit_code}", f"exited {report.exit_code}: {reason}"
-    return "exited 0", None
+        return _exited(report)
+    return _Status("exited 0", None)
+
+
+def _exited(report: WorkerReport) -> _Status:
+    """A worker that exited with a failure: its program's own error first, whatever its peers did."""
+    code, status = report.exit_code, f"exited {report.exit_code}"
+    error = own_error(report.log)
+    if error and code == ExitCode.PEER_LOST:
+        # Its launcher's line would name only the peer it lost, which may have failed the same way.
+        reason = f"{error}{causes.also_lost(report.reason)}"
+    else:
+        reason = failure_reason(exit_code=code, reason=report.reason, log=report.log)
+        error = error if reason == error else None  # The launcher's or the trainer's line says more.
+    where = waiting_at(report.log) if code == ExitCode.STALLED else None
+    if where:  # Each stalled worker dumped its program's stack: where it was waiting is the news.
+        reason = f"{reason}; its program was waiting at {where}"
+    cause = causes.of_exit(code, report.log, raised_own=error is not None)
+    return _Status(status, f"{status}: {reason}", cause=cause, error=error)
 
 
 def _without_metrics(log: str) -> str:

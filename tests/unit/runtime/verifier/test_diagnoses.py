@@ -78,10 +78,14 @@ def test_the_verdict_shows_the_advice_in_one_line_whatever_the_launcher_said():
         WorkerReport(name="worker-0", state="exited", exit_code=1, log=PER_REPLICA),
         WorkerReport(name="worker-1", state="exited", exit_code=5, log=PER_REPLICA, reason=lost),
     ]
-    assert judge(reports, expected_workers=2).problems == (
-        f"worker-0: exited 1: {KERAS_ADVICE}",
-        f"worker-1: exited 5: {KERAS_ADVICE}",
-    )
+    verdict = judge(reports, expected_workers=2)
+    # Both failed the same way: said once, naming both (trainer/verifier/causes.py).
+    assert verdict.problems == (f"every worker (worker-0, worker-1) failed the same way: {KERAS_ADVICE}",)
+    # Each worker's own line still has the advice first; the peer worker-1 lost comes after it.
+    assert [worker.problem for worker in verdict.workers] == [
+        f"exited 1: {KERAS_ADVICE}",
+        f"exited 5: {KERAS_ADVICE}; it also lost peer(s) worker-0:12345 (exited 1)",
+    ]
 
 
 def test_a_saved_log_without_metrics_shows_the_advice():

@@ -2,7 +2,19 @@
 
 import json
 
-from trainer.verifier.reasons import LIMIT, exception_line, failure_reason, last_error_line, one_line, status_reason
+import pytest
+
+from trainer.verifier.reasons import (
+    LIMIT,
+    caused_by_peer,
+    exception_line,
+    failure_reason,
+    last_error_line,
+    lost_peers,
+    one_line,
+    own_error,
+    status_reason,
+)
 
 # What a program prints when it dies of an exception whose message goes on for lines.
 TRACEBACK = """\
@@ -105,3 +117,57 @@ def test_a_known_diagnosis_wins_over_every_other_reason():
     lost = "launcher | worker-0:12345: training program exited 1 after losing peer(s): worker-1:12345 (exited 1)"
     reason = failure_reason(exit_code=5, reason=lost, log=log)
     assert reason.startswith("MultiWorkerMirroredStrategy was created after other TensorFlow ops")
+
+
+def traceback(exception: str) -> str:
+    return (
+        f'Traceback (most recent call last):\n  File "/project/train.py", line 9, in <module>\n{exception}\n{USAGE}\n'
+    )
+
+
+def test_a_programs_own_error_is_its_exception_or_a_known_failures_advice():
+    assert own_error(TRACEBACK) == "ValueError: bad shape:"
+    assert own_error(traceback("AttributeError: 'BinaryAccuracy' object has no attribute 'reset_states'")) == (
+        "AttributeError: 'BinaryAccuracy' object has no attribute 'reset_states'"
+    )
+    # A program's own TensorFlow check is its own error, whatever class TensorFlow gives it.
+    check = "tensorflow.python.framework.errors_impl.InvalidArgumentError: no batches"
+    assert own_error(traceback(check)) == check
+    assert own_error(traceback("RuntimeError: Collective ops must be configured at program startup")).startswith(
+        "MultiWorkerMirroredStrategy was created after other TensorFlow ops"
+    )
+    assert own_error("train | epoch: 1\nValueError: printed, not raised\n") is None
+
+
+@pytest.mark.parametrize(
+    "exception",
+    [
+        "tensorflow.python.framework.errors_impl.UnavailableError: Collective ops is aborted by: failed to connect",
+        "tensorflow.python.framework.errors_impl.CancelledError: [_Derived_]Cancelled",
+        "tensorflow.python.framework.errors_impl.AbortedError: Collective ops is aborted",
+        "tensorflow.python.framework.errors_impl.DeadlineExceededError: Deadline Exceeded",
+        # Whatever its class, a message that says the collective was aborted by a peer.
+        "tensorflow.python.framework.errors_impl.InternalError: Collective ops is aborted by: Error reported from "
+        "/job:worker/task:1",
+        "tensorflow.python.framework.errors_impl.UnknownError: Socket closed",
+    ],
+)
+def test_what_tensorflow_raises_when_a_peer_is_gone_is_not_the_programs_own_error(exception):
+    assert own_error(traceback(exception)) is None
+    assert caused_by_peer(traceback(exception))
+
+
+def test_a_program_that_raised_its_own_error_or_nothing_did_not_fail_by_a_peer():
+    assert not caused_by_peer(TRACEBACK)
+    assert not caused_by_peer("train | epoch: 1\n")
+    # TensorFlow named an unhealthy peer, without a traceback: the peer's doing.
+    unhealthy = "The following tasks are unhealthy (stopped sending heartbeats):\n/job:worker/replica:0/task:1\n"
+    assert caused_by_peer(unhealthy)
+
+
+def test_the_peers_a_launchers_lost_peer_line_names_are_read_to_show_again():
+    after = "launcher | worker-0:12345: training program exited 1 after losing peer(s): worker-1:12345 (exited 1)"
+    assert lost_peers(after) == "worker-1:12345 (exited 1)"
+    stopped = "launcher | worker-0:12345: stopped: lost peer(s) worker-1:12345 (gone), worker-2:12345 (exited 9: x)"
+    assert lost_peers(stopped) == "worker-1:12345 (gone), worker-2:12345 (exited 9: x)"
+    assert lost_peers("launcher | worker-0:12345: run deadline of 60s exceeded") is None

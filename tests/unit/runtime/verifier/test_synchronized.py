@@ -4,7 +4,7 @@ The records are what the observer prints (tests/observations.py), in logs judged
 tests/container/test_synchronization.py makes them with real programs and real bugs.
 """
 
-from tests.observations import VARIABLES, drifted, lines, records, state, strategy
+from tests.observations import TRAINED, VARIABLES, drifted, lines, records, state, strategy
 from trainer.verifier import render
 from trainer.verifier.observed import sessions
 from trainer.verifier.verdict import WorkerReport, judge
@@ -22,9 +22,9 @@ def verdict_of(*logs: str, exit_codes=None, cluster=None):
     return judge(reports, expected_workers=len(logs), cluster=cluster)
 
 
-def fit_log(index: int, *, drift_from: int | None = None, epochs: int = 3) -> str:
+def fit_log(index: int, *, drift_from: int | None = None, epochs: int = 3, workers: int = 2) -> str:
     """A `fit` program's records: a state at each epoch's end and at the end; its kernel other from `drift_from` on."""
-    found = [strategy(index)]
+    found = [strategy(index, workers=workers)]
     for epoch in range(1, epochs + 1):
         variables = drifted() if drift_from is not None and epoch >= drift_from else VARIABLES
         found.append(state(index, point="epoch", number=epoch, step=5 * epoch, variables=variables, logs=FIT_LOGS))
@@ -174,12 +174,17 @@ def test_a_point_only_some_workers_recorded_fails_a_run_that_otherwise_passed():
     assert "no model state at epoch 3 (step 15) on worker-1, which the others recorded" in verdict.problems
 
 
-def test_a_failed_worker_is_not_asked_for_its_records_but_its_states_are_still_compared():
+def test_a_failed_worker_is_reported_for_its_failure_alone_its_partial_state_adding_no_difference():
     verdict = verdict_of(fit_log(0), lines(strategy(1)) + "Traceback...\nValueError: nan\n", exit_codes=[0, 1])
     assert [problem.split(":")[0] for problem in verdict.problems] == ["worker-1"]
     drifted_before_failing = fit_log(1, drift_from=1)
     verdict = verdict_of(fit_log(0), drifted_before_failing, exit_codes=[0, 1])
-    assert "model state differs at epoch 1 (step 5)" in verdict.problems[-1]
+    assert [problem.split(":")[0] for problem in verdict.problems] == ["worker-1"]
+    assert not any("differs" in problem for problem in verdict.problems)
+    # The workers that ended well are still compared with each other.
+    three = [fit_log(0, workers=3), fit_log(1, drift_from=1, workers=3), lines(strategy(2, workers=3))]
+    verdict = verdict_of(*three, exit_codes=[0, 0, 1])
+    assert any("model state differs at epoch 1 (step 5): worker-1 differs" in p for p in verdict.problems)
 
 
 def test_each_run_of_a_restarted_cluster_is_compared_with_the_same_run_of_the_others():
@@ -200,3 +205,96 @@ def test_a_subprocess_that_made_no_strategy_is_not_the_program():
 def test_a_record_of_another_shape_is_ignored():
     broken = '{"event": "observed", "kind": "state", "session": "s", "variables": [["only", "two"]]}\n'
     assert sessions(broken) == []
+
+
+# No PASS without evidence: what was compared must hold what was trained.
+
+
+def trained_log(index: int, **state_fields) -> str:
+    return lines(strategy(index), state(index, **{"trained": TRAINED, **state_fields}))
+
+
+def test_a_pass_says_how_many_of_the_trained_variables_it_compared():
+    verdict = verdict_of(trained_log(0), trained_log(1))
+    assert verdict.passed, verdict.problems
+    assert render.table(verdict).splitlines()[-3] == (
+        "state: bitwise identical on 2 of 2 workers at 1 point, at the end (step 12): 3 of 3 trained variables; "
+        "3 variables, 584 B; local to each worker (ON_READ), not compared: binary_accuracy/total"
+    )
+    assert (
+        verdict.synchronization.proof == "weights identical at 1 point (3 of 3 trained variables; 3 variables, 584 B)"
+    )
+
+
+def test_an_end_that_compared_nothing_is_not_proven():
+    for fields in ({"variables": ()}, {"variables": (), "trained": ()}, {"variables": VARIABLES[3:]}):
+        verdict = verdict_of(trained_log(0, **fields), trained_log(1, **fields))
+        assert not verdict.passed
+        assert verdict.problems[0] == "worker-0: not proven: no variable of its model was compared at any point"
+
+
+def test_a_state_of_unreadable_graph_variables_alone_is_not_proven_and_says_so():
+    fields = {"variables": (), "trained": (), "unreadable": 6, "trained_unreadable": 6}
+    verdict = verdict_of(trained_log(0, **fields), trained_log(1, **fields))
+    assert verdict.problems[0] == (
+        "worker-0: not proven: no variable of its model was compared at any point; "
+        "6 variables could not be read (a TF1-style graph's own)"
+    )
+    some_unread = {"trained_unreadable": 2}
+    verdict = verdict_of(trained_log(0, **some_unread), trained_log(1, **some_unread))
+    assert verdict.problems[0] == (
+        "worker-0: not proven: 2 of 5 trained variables could not be read at the end (step 12) "
+        "(a TF1-style graph's own): their state is unknown"
+    )
+
+
+def test_a_trained_variable_the_end_does_not_compare_is_not_proven():
+    trained = (*TRAINED, "binary_accuracy/total")
+    verdict = verdict_of(trained_log(0, trained=trained), trained_log(1, trained=trained))
+    assert list(verdict.problems) == [
+        f"worker-{index}: not proven: 1 of 4 trained variables are not compared at the end (step 12) "
+        "(local to each worker): binary_accuracy/total"
+        for index in (0, 1)
+    ]
+
+
+def test_a_program_in_which_no_optimizer_updated_anything_is_not_proven():
+    """Identical weights that nothing trained (a program that only built its model) prove nothing."""
+    verdict = verdict_of(trained_log(0, trained=()), trained_log(1, trained=()))
+    assert verdict.problems[0] == (
+        "worker-0: not proven: no optimizer applied an update, so nothing shows that it trained "
+        "(variables a program assigns itself are not observed)"
+    )
+
+
+def test_checkpoints_are_matched_by_step_so_a_chiefs_extra_checkpoint_is_no_difference():
+    """The chief writes a ModelCheckpoint (the model alone) beside BackupAndRestore's at each epoch; the
+    others write BackupAndRestore's alone: the chief's second write is not the others' second."""
+    model_alone = VARIABLES[:2]
+
+    def log(index: int) -> str:
+        found = [strategy(index)]
+        for epoch in (1, 2, 3):
+            found.append(state(index, point="checkpoint", number=len(found), step=4 * epoch, trained=TRAINED))
+            if index == 0:
+                found.append(state(index, point="checkpoint", number=len(found), step=4 * epoch, variables=model_alone))
+        return lines(*found, state(index, step=12, trained=TRAINED))
+
+    verdict = verdict_of(log(0), log(1))
+    assert verdict.passed, verdict.problems
+    drifting = log(1).replace(VARIABLES[0][4], "0000000000000000", 1)  # At its first checkpoint, step 4.
+    verdict = verdict_of(log(0), drifting)
+    assert verdict.problems[0].startswith("model state differs at checkpoint 1 (step 4): worker-1 differs"), verdict
+
+
+def test_a_variable_made_outside_the_scope_is_named_whichever_point_holds_it():
+    outside = (("dense/kernel", "outside", "float32", "8x16", "1111111111111111"),)
+
+    def log(index: int) -> str:
+        epoch = state(index, point="epoch", number=1, step=5, variables=VARIABLES + outside)
+        return lines(strategy(index), epoch, state(index))  # The end holds it no longer.
+
+    verdict = verdict_of(log(0), log(1))
+    assert verdict.problems[0] == (
+        "worker-0: 1 trainable variable(s) made outside strategy.scope(), so trained by this worker alone: dense/kernel"
+    )

@@ -3,6 +3,7 @@ import xml.etree.ElementTree as ElementTree
 
 from tests.observations import records
 from trainer.verifier import render
+from trainer.verifier.recovery import Recovery
 from trainer.verifier.verdict import WorkerReport, judge
 
 GOOD = (
@@ -163,3 +164,181 @@ def test_a_reason_from_a_log_is_never_longer_than_one_short_line():
     assert problem.startswith("worker-0: exited 3: trainer: training check failed: xxx")
     assert problem.endswith("…")
     assert len(problem) == len("worker-0: exited 3: ") + 200
+
+
+# -- the failure that started it comes first ---------------------------------------------------------
+# Logs as workers print them (trainer/launcher/postmortem.py's lost-peer line, the `failed` event the
+# launcher prints with it), built by hand.
+
+USAGE = "launcher | worker-{index}:12345: training program used 9.3s, 11.2 CPU-seconds, peak memory 610 MiB"
+# What TensorFlow raises in a worker whose peer is gone: not the program's own error.
+PEER_GONE = (
+    "Traceback (most recent call last):\n"
+    '  File "/app/trainer/training/loop.py", line 64, in train\n'
+    "tensorflow.python.framework.errors_impl.UnavailableError: Collective ops is aborted by: Error reported from "
+    "/job:worker/task:{peer}: The following tasks are unhealthy (stopped sending heartbeats):\n"
+    "/job:worker/replica:0/task:{peer}\n"
+    "\t [[{{{{node CollectiveReduceV2}}}}]] [Op:__inference_train_step_1139]\n"
+)
+# TensorFlow's custom-loop tutorial under Keras 3: every worker raises it at the end of its first epoch.
+RESET_STATES = (
+    "Traceback (most recent call last):\n"
+    '  File "/project/main.py", line 107, in <module>\n'
+    "    train_accuracy.reset_states()\n"
+    "AttributeError: 'BinaryAccuracy' object has no attribute 'reset_states'\n"
+)
+# A program's own check, tf.debugging.assert_greater, failing on worker-1 alone.
+ASSERT_GREATER = (
+    "Traceback (most recent call last):\n"
+    '  File "/project/train.py", line 41, in <module>\n'
+    '    tf.debugging.assert_greater(steps, 0, message="worker-1 got no batches")\n'
+    "tensorflow.python.framework.errors_impl.InvalidArgumentError: worker-1 got no batches\n"
+    "Condition x > y did not hold.\n"
+)
+
+
+def lost_peer_line(index, lost):
+    return f"launcher | worker-{index}:12345: training program exited 1 after losing peer(s): {lost}"
+
+
+def exited(index, exit_code, log, *, lost=None, workers=2):
+    """A worker that failed, as a live run's results directory reports it: with its launcher's reason
+    (and the `failed` event with it) when it lost a peer, `lost` naming whom."""
+    log = f"train | epoch:   1/3 | step:      4 | loss: 0.6931\n{log}{USAGE.format(index=index)}\n"
+    reason = lost_peer_line(index, lost) if lost else None
+    if reason:
+        log += f"{reason}\n{json.dumps({'event': 'failed', 'exit_code': exit_code, 'reason': reason})}\n"
+    log += records(index, workers=workers)
+    return WorkerReport(name=f"worker-{index}", state="exited", exit_code=exit_code, log=log, reason=reason)
+
+
+def test_every_worker_raising_the_same_error_is_one_problem_naming_them_all():
+    # worker-0 raised too, but ended after worker-1 had: its launcher exited 5 naming worker-1.
+    reports = [exited(0, 5, RESET_STATES, lost="worker-1:12345 (exited 1)"), exited(1, 1, RESET_STATES)]
+    verdict = judge(reports, expected_workers=2)
+    assert verdict.problems == (
+        "every worker (worker-0, worker-1) raised the same error: "
+        "AttributeError: 'BinaryAccuracy' object has no attribute 'reset_states'",
+    )
+    assert render.summary(verdict) == "verdict: FAIL: 1 problem(s)"
+    # Each worker's own account (the JSON record's, JUnit's) still says what it did.
+    assert [worker.problem for worker in verdict.workers] == [
+        "exited 5: AttributeError: 'BinaryAccuracy' object has no attribute 'reset_states'; "
+        "it also lost peer(s) worker-1:12345 (exited 1)",
+        "exited 1: AttributeError: 'BinaryAccuracy' object has no attribute 'reset_states'",
+    ]
+
+
+def test_the_same_error_is_the_same_whatever_worker_it_names_and_some_of_the_workers_are_counted():
+    def read_only(index):
+        return (
+            "Traceback (most recent call last):\n"
+            '  File "/project/train.py", line 12, in <module>\n'
+            f"OSError: [Errno 30] Read-only file system: '/project/out/worker-{index}'\n"
+        )
+
+    reports = [exited(index, 1, read_only(index), workers=3) for index in range(3)]
+    assert judge(reports, expected_workers=3).problems == (
+        "every worker (worker-0, worker-1, worker-2) raised the same error: "
+        "OSError: [Errno 30] Read-only file system: '/project/out/worker-0'",
+    )
+    # Two raised it, the third only lost them: the two once, then the third.
+    reports[1] = exited(1, 5, PEER_GONE.format(peer=0), lost="worker-0:12345 (exited 1)", workers=3)
+    assert judge(reports, expected_workers=3).problems == (
+        "2 of 3 workers (worker-0, worker-2) raised the same error: "
+        "OSError: [Errno 30] Read-only file system: '/project/out/worker-0'",
+        f"worker-1: exited 5: {lost_peer_line(1, 'worker-0:12345 (exited 1)')}",
+    )
+
+
+def test_different_errors_are_each_on_their_own_workers_line():
+    other = RESET_STATES.replace("BinaryAccuracy", "SparseCategoricalAccuracy")
+    problems = judge([exited(0, 1, RESET_STATES), exited(1, 1, other)], expected_workers=2).problems
+    assert [problem.split(": ")[0] for problem in problems] == ["worker-0", "worker-1"]
+
+
+def test_the_worker_that_raised_comes_before_the_one_that_only_lost_it():
+    reports = [
+        exited(0, 5, PEER_GONE.format(peer=1), lost="worker-1:12345 (exited 1)"),
+        exited(1, 1, ASSERT_GREATER),
+    ]
+    assert judge(reports, expected_workers=2).problems == (
+        "worker-1: exited 1: tensorflow.python.framework.errors_impl.InvalidArgumentError: worker-1 got no batches",
+        f"worker-0: exited 5: {lost_peer_line(0, 'worker-1:12345 (exited 1)')}",
+    )
+
+
+def test_a_killed_worker_comes_before_the_workers_that_lost_it():
+    lost = "worker-2:12345 (name not resolvable (3 heartbeats missed))"
+    reports = [
+        exited(0, 5, PEER_GONE.format(peer=2), lost=lost, workers=3),
+        exited(1, 5, PEER_GONE.format(peer=2), lost=lost, workers=3),
+        WorkerReport(
+            name="worker-2",
+            state="killed",
+            exit_code=None,
+            log="train | epoch:   6/100000 | step:     24 | loss: 0.1741 | accuracy: 0.9922\n",
+        ),
+    ]
+    assert judge(reports, expected_workers=3).problems == (
+        "worker-2: killed without an exit status (SIGKILL or out of memory); "
+        "last line: train | epoch:   6/100000 | step:     24 | loss: 0.1741 | accuracy: 0.9922",
+        f"worker-0: exited 5: {lost_peer_line(0, lost)}",
+        f"worker-1: exited 5: {lost_peer_line(1, lost)}",
+    )
+
+
+def test_a_worker_that_raised_its_own_error_and_lost_a_peer_says_its_error_first():
+    value_error = RESET_STATES.replace(
+        "AttributeError: 'BinaryAccuracy' object has no attribute 'reset_states'",
+        "ValueError: Expected labels of shape (64,), got (32,)",
+    )
+    reports = [
+        exited(0, 5, value_error, lost="worker-1:12345 (exited 1)"),
+        exited(1, 1, ASSERT_GREATER),
+    ]
+    verdict = judge(reports, expected_workers=2)
+    # Both raised an error of their own: the one that did not also lose a peer (the earlier, as its
+    # peer saw it already exited) first.
+    assert verdict.problems == (
+        "worker-1: exited 1: tensorflow.python.framework.errors_impl.InvalidArgumentError: worker-1 got no batches",
+        "worker-0: exited 5: ValueError: Expected labels of shape (64,), got (32,); "
+        "it also lost peer(s) worker-1:12345 (exited 1)",
+    )
+    # Its peer killed, its own error still comes first on its line.
+    killed = WorkerReport(name="worker-1", state="killed", exit_code=None, log="train | epoch: 1")
+    assert judge([exited(0, 5, value_error, lost="worker-1:12345 (gone)"), killed], expected_workers=2).problems == (
+        "worker-1: killed without an exit status (SIGKILL or out of memory); last line: train | epoch: 1",
+        "worker-0: exited 5: ValueError: Expected labels of shape (64,), got (32,); "
+        "it also lost peer(s) worker-1:12345 (gone)",
+    )
+
+
+def test_a_worker_whose_program_failed_only_with_its_peer_comes_after_it():
+    # Exit 1, its launcher saw no peer lost, but what it raised is TensorFlow's error for one.
+    reports = [
+        exited(0, 1, PEER_GONE.format(peer=1)),
+        WorkerReport(name="worker-1", state="killed", exit_code=None, log="train | epoch: 1"),
+    ]
+    problems = judge(reports, expected_workers=2).problems
+    assert [problem.split(": ")[0] for problem in problems] == ["worker-1", "worker-0"]
+
+
+def test_a_missing_worker_comes_before_the_worker_it_never_joined():
+    never = "launcher | worker-0:12345: peer(s) never joined within the 15s join deadline: worker-1:12345 (...)"
+    waited = WorkerReport(name="worker-0", state="exited", exit_code=4, log=f"{never}\n", reason=never)
+    missing = WorkerReport(name="worker-1", state="missing", exit_code=None, log="")
+    assert judge([waited, missing], expected_workers=2).problems == (
+        "worker-1: missing: it never started (no launcher of that name reported)",
+        f"worker-0: exited 4: {never}",
+    )
+
+
+def test_the_keepers_problem_stays_first_its_account_names_the_failed_workers_in_order():
+    recovery = Recovery(restarts=(), limit=1, problem="exited 8: gave up: worker-1 exited 1, worker-0 exited 5")
+    reports = [
+        exited(0, 5, PEER_GONE.format(peer=1), lost="worker-1:12345 (exited 1)"),
+        exited(1, 1, ASSERT_GREATER),
+    ]
+    problems = judge(reports, expected_workers=2, recovery=recovery).problems
+    assert [problem.split(": ")[0] for problem in problems] == ["keeper", "worker-1", "worker-0"]

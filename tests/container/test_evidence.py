@@ -1,0 +1,173 @@
+"""No PASS without evidence: real programs, not written for this harness, each beside its negative control.
+
+Each program of tests/fixtures/evidence/ runs unchanged on the cluster through scripts/run. Each
+rule of the verdict's evidence is held here by the bug it exists to catch (tests/fixtures/evidence/README.md):
+- a program whose model lives in `main()` and is freed before it exits is judged on its trained
+  weights, held alive by the observer: drifting, it fails; in sync, it passes, its trained
+  variables counted;
+- a small model whose steps never all-reduce, for half a minute: traced, the step's graph shows no
+  collective before the gradients; run eagerly, its traffic is too little for its steps;
+- checkpoints are matched by step and content: `ModelCheckpoint` on the chief alone beside
+  `BackupAndRestore` on every worker is no difference;
+- when every worker raised the same error, that error is the first (the only) problem.
+Before these rules, every one of these verdicts was wrong: docs/verifier.md, "What a PASS proves".
+"""
+
+import json
+import re
+
+import pytest
+
+from trainer.contract.exitcodes import ExitCode
+
+PROGRAMS = ["--project", "tests/fixtures/evidence"]
+LEGACY_KERAS = ["--env", "TF_USE_LEGACY_KERAS=1"]
+TUTORIAL_FIGURES = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+GRADIENTS = "gradients: all-reduced by every worker's Adam inside strategy.run, 2 replicas"
+
+NETWORK_BYTES = re.compile(r"at least [\d.]+ [KMG]?B")
+
+
+def verdict_lines(output: str) -> list[str]:
+    return [line.split("| ", 1)[-1] for line in output.splitlines() if line.startswith("verifier-1")]
+
+
+def summary(output: str) -> list[str]:
+    """The verdict's own lines: what it proved, the verdict, and each problem (not the table)."""
+    proofs = ("state: ", "gradients: ", "traffic: ", "verdict: ", "  - ")
+    return [line for line in verdict_lines(output) if line.startswith(proofs)]
+
+
+def comparable(lines: list[str]) -> list[str]:
+    """`lines` without the figures that change from run to run: the network's bytes."""
+    return [NETWORK_BYTES.sub("at least N B", line) for line in lines]
+
+
+def worker_lines(output: str, worker: int) -> list[str]:
+    prefix = f"worker-{worker}-1"
+    return [line.split("| ", 1)[-1] for line in output.splitlines() if line.startswith(prefix)]
+
+
+def own_weights(output: str) -> dict[int, str]:
+    """Each worker's hash of its own final weights, as freed_model.py printed it."""
+    found = {}
+    for worker in (0, 1):
+        for line in worker_lines(output, worker):
+            if line.startswith('{"event": "own_weights"'):
+                record = json.loads(line)
+                found[record["worker"]] = record["sha256"]
+    return found
+
+
+def run_program(scripts_run, program: str, *arguments: str):
+    return scripts_run(*PROGRAMS, "--command", f"python {program}", *arguments).finish()
+
+
+def test_a_model_freed_before_the_exit_fails_when_the_workers_weights_differ(scripts_run):
+    result = run_program(scripts_run, "freed_model.py", "--env", "DRIFT=1")
+    hashes = own_weights(result.stdout)
+    assert len(hashes) == 2 and hashes[0] != hashes[1], hashes  # The bug is real: each worker says so.
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    assert summary(result.stdout) == [
+        "verdict: FAIL: 1 problem(s)",
+        "  - model state differs at the end (step 12): worker-1 differs from worker-0 in 5 of 14 compared "
+        "variables: sequential/dense/kernel, sequential/dense/bias, sequential/dense_1/kernel, "
+        "sequential/dense_1/bias (and 1 more)",
+    ]
+
+
+def test_a_model_freed_before_the_exit_passes_on_its_trained_variables_when_the_weights_agree(scripts_run):
+    result = run_program(scripts_run, "freed_model.py")
+    hashes = own_weights(result.stdout)
+    assert len(hashes) == 2 and hashes[0] == hashes[1], hashes
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    lines = comparable(summary(result.stdout))
+    assert lines[0] == (
+        "state: bitwise identical on 2 of 2 workers at 1 point, at the end (step 12): 14 of 14 trained variables; "
+        "14 variables, 1.9 KB"
+    )
+    assert lines[1] == GRADIENTS
+    assert lines[-1] == (
+        f"verdict: PASS: 2 of 2 workers agree: {TUTORIAL_FIGURES}; weights identical at 1 point "
+        "(14 of 14 trained variables; 14 variables, 1.9 KB)"
+    )
+
+
+def test_steps_outside_strategy_run_fail_on_gradients_no_collective_reduced(scripts_run):
+    result = run_program(scripts_run, "no_allreduce.py")
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    assert summary(result.stdout) == [
+        "verdict: FAIL: 2 problem(s)",
+        *(
+            f"  - worker-{index}: its Adam applied gradients that were never all-reduced: apply_gradients ran "
+            "outside strategy.run, where it reduces nothing, and no collective produced them: each worker "
+            "trained on its own gradients"
+            for index in (0, 1)
+        ),
+    ]
+    assert "model state differs" not in result.stdout  # Their weights agree: only the evidence says no.
+
+
+def test_a_small_model_stepped_eagerly_outside_strategy_run_for_half_a_minute_fails_on_its_traffic(scripts_run):
+    result = run_program(scripts_run, "no_allreduce.py", "--env", "EAGER=1")
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    [heading, problem] = summary(result.stdout)
+    assert heading == "verdict: FAIL: 1 problem(s)"
+    found = re.fullmatch(
+        r"  - TensorFlow's connections carried less than (\d+) steps of all-reduce of 644 B of trainable "
+        r"variables must move \(([\d.]+) KB each way\): worker-0 sent ([\d.]+) KB and received [\d.]+ KB; "
+        r".*: the gradients did not cross the network, so the workers never synchronized",
+        problem,
+    )
+    assert found, problem
+    steps, need, sent = int(found.group(1)), float(found.group(2)), float(found.group(3))
+    assert steps >= 400 and steps % 4 == 0, steps  # Half a minute of steps, every one counted.
+    assert need == pytest.approx(steps * 322 / 1024, abs=0.1) and sent < need
+    assert "model state differs" not in result.stdout
+
+
+def test_checkpoints_of_backup_and_restore_and_model_checkpoint_on_every_worker_pass(scripts_run):
+    result = run_program(scripts_run, "checkpoint_and_backup.py", *LEGACY_KERAS)
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    state = summary(result.stdout)[0]
+    assert state.startswith("state: bitwise identical on 2 of 2 workers at "), state
+    assert ": 9 of 9 trained variables at the end (step 15); " in state, state
+
+
+def test_a_model_checkpoint_on_the_chief_alone_is_matched_by_step_and_passes(scripts_run):
+    result = run_program(scripts_run, "checkpoint_and_backup.py", *LEGACY_KERAS, "--env", "CHIEF_ONLY=1")
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    assert summary(result.stdout)[-1].startswith("verdict: PASS: 2 of 2 workers agree: ")
+
+
+FAILURES = {
+    "keras3_reset_states.py": "AttributeError: 'BinaryAccuracy' object has no attribute 'reset_states'.",
+    "readonly_save.py": "OSError: [Errno 30] Read-only file system: 'model.keras'",
+    "own_assertion.py": "tensorflow.python.framework.errors_impl.InvalidArgumentError: Condition x > y did not hold.",
+}
+
+
+@pytest.mark.parametrize("program", list(FAILURES))
+def test_every_worker_failing_the_same_way_is_one_problem_naming_the_error_first(scripts_run, program):
+    result = run_program(scripts_run, program)
+    # Every worker raised the program's own error itself.
+    for worker in (0, 1):
+        raised = any(line.startswith(FAILURES[program]) for line in worker_lines(result.stdout, worker))
+        assert raised, f"worker-{worker}: " + result.stdout[-3000:]
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    heading, first, *_ = summary(result.stdout)
+    assert heading == "verdict: FAIL: 1 problem(s)", summary(result.stdout)
+    assert first.startswith(f"  - every worker (worker-0, worker-1) raised the same error: {FAILURES[program]}")
+    assert "losing peer" not in first
+
+
+@pytest.mark.parametrize(
+    ("program", "variable", "trained"),
+    [("keras3_reset_states.py", "TF_USE_LEGACY_KERAS=1", 13), ("readonly_save.py", "SAVE_DIR=/tmp", 6)],
+)
+def test_the_failing_programs_pass_with_their_bug_switched_off(scripts_run, program, variable, trained):
+    result = run_program(scripts_run, program, "--env", variable)
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    verdict = summary(result.stdout)[-1]
+    assert verdict.startswith("verdict: PASS: 2 of 2 workers agree: replicas=2"), verdict
+    assert f"({trained} of {trained} trained variables; " in verdict, verdict
