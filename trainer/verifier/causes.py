@@ -4,7 +4,8 @@ When one worker fails, its peers fail after it: TensorFlow aborts their collecti
 launchers exit 5 naming the lost peer. Their lines are consequences, and people read the first
 line: so the failure that started it comes first. Each failed worker has a `Cause`, read from its
 exit code (trainer/contract/exitcodes.py) and its `failed` event before any log line; from a log,
-only what its program raised (trainer/verifier/reasons.py, `own_error` and `caused_by_peer`).
+only what its program raised (trainer/verifier/reasons.py, `own_error` and `caused_by_peer`), as
+its log's record holds them (trainer/verifier/worker_log.py).
 
 When several workers raised the same error (the same exception line, or the same known failure,
 once `same_error` has masked what differs between workers' copies of it), it is said once, naming
@@ -17,8 +18,8 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from trainer.contract.exitcodes import ExitCode
-from trainer.verifier.events import events
-from trainer.verifier.reasons import caused_by_peer, is_exception, lost_peers, own_error
+from trainer.verifier.reasons import is_exception, lost_peers
+from trainer.verifier.worker_log import WorkerLog, of
 
 
 class Cause(enum.IntEnum):
@@ -38,19 +39,22 @@ PEER_CODES = frozenset({ExitCode.PEER_LOST, ExitCode.PEER_NEVER_JOINED})
 _HARNESS_CODES = frozenset(code.value for code in ExitCode)
 
 
-def of_exit(exit_code: int, log: str, *, raised_own: bool) -> Cause:
-    """The cause of a failed exit. `raised_own`: the problem says the program's own error (`own_error`)."""
+def of_exit(exit_code: int, log: WorkerLog | str, *, raised_own: bool) -> Cause:
+    """The cause of a failed exit. `raised_own`: the problem says the program's own error (`own_error`).
+    `log`: the worker's log's record, or its text."""
     if raised_own:
         return Cause.OWN_AND_PEER if exit_code == ExitCode.PEER_LOST else Cause.OWN
-    if exit_code in PEER_CODES or (exit_code not in _HARNESS_CODES and caused_by_peer(log)):
+    if exit_code in PEER_CODES or (exit_code not in _HARNESS_CODES and of(log).caused_by_peer):
         return Cause.PEER
     return Cause.OWN
 
 
-def of_saved_log(log: str) -> Cause:
-    """For a saved log with no exit code: a peer's doing when its last `failed` event says so, and it raised nothing."""
-    failed = [event.get("exit_code") for event in events(log, "failed")]
-    return Cause.PEER if failed and failed[-1] in PEER_CODES and own_error(log) is None else Cause.OWN
+def of_saved_log(log: WorkerLog | str) -> Cause:
+    """For a saved log with no exit code: a peer's doing when its last `failed` event says so, and it raised nothing.
+    `log`: its record, or its text."""
+    worker = of(log)
+    failed = [event.get("exit_code") for event in worker.failed]
+    return Cause.PEER if failed and failed[-1] in PEER_CODES and worker.own_error is None else Cause.OWN
 
 
 def also_lost(reason: str | None) -> str:

@@ -8,6 +8,7 @@ The last final-metrics line in the log wins; a JSON line beats a `key=value` lin
 """
 
 import re
+from collections.abc import Iterable, Sequence
 
 from trainer.verifier.events import events
 
@@ -18,11 +19,15 @@ _PAIR = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(\S+)$")
 
 
 def parse_final_metrics(log: str) -> dict[str, float | int | str] | None:
-    finals = events(log, "final")
+    return final_metrics(events(log, "final"), log.splitlines())
+
+
+def final_metrics(finals: Sequence[dict], lines: Iterable[str]) -> dict[str, float | int | str] | None:
+    """`parse_final_metrics`, from the log's `final` events and its lines."""
     if finals:
         return finals[-1]
     pair_metrics = None
-    for line in log.splitlines():
+    for line in lines:
         line = line.strip()
         if not line.startswith("{") and "=" in line:
             pairs = _pairs(line)

@@ -16,10 +16,13 @@ lines, which the launcher copies into the worker's log when the program ends:
 - `error`: `where` and `error`, an error of the observer's own.
 
 A session is one process's records. A log may hold several: a program's subprocesses that import
-TensorFlow, and each run of a cluster restarted by the keeper, in order.
+TensorFlow, and each run of a cluster restarted by the keeper, in order. The verdict reads them once,
+into a worker's record (trainer/verifier/worker_log.py), from which trainer/verifier/synchronization.py
+judges them.
 """
 
 import dataclasses
+from collections.abc import Iterable
 
 from trainer.verifier.events import events
 
@@ -87,8 +90,13 @@ class Session:
 
 def sessions(log: str) -> list[Session]:
     """The program's sessions in the order they began: those that made a strategy, else those that recorded state."""
+    return sessions_of(events(log, "observed"))
+
+
+def sessions_of(observed: Iterable[dict]) -> list[Session]:
+    """`sessions`, from the log's `observed` events, in order."""
     order: dict[str, list[dict]] = {}
-    for record in events(log, "observed"):
+    for record in observed:
         order.setdefault(str(record.get("session")), []).append(record)
     found = [_session(records) for records in order.values()]
     with_strategy = [session for session in found if session.strategy is not None]

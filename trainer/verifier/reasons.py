@@ -16,12 +16,18 @@ config error of this project's trainer), shown whole: cutting it could hide whic
 Which failure started it (trainer/verifier/causes.py orders the verdict's problems by it) is read
 from exit codes first; from a log, only what a program raised: `own_error`, its error of its own
 accord, and `caused_by_peer`, whether what it raised is what TensorFlow raises when a peer is gone.
+
+The functions that judge a log's text each have a counterpart over what was read from it: `..._in`
+over its lines, `..._from` over what the others found. With those, a worker's log is read once into
+the record the verdict judges (trainer/verifier/worker_log.py); the functions over text are for a
+log read on its own.
 """
 
 import re
+from collections.abc import Iterable, Sequence
 
 from trainer.verifier.diagnoses import diagnose, unhealthy_peer
-from trainer.verifier.events import events, is_event, record
+from trainer.verifier.events import events, record
 
 # Long enough for an error message's first sentence; short enough for one line of a verdict.
 LIMIT = 200
@@ -65,31 +71,50 @@ def logged_reason(log: str, exit_code: int | None) -> str | None:
     The launcher prints one when it ends the run, with the line its status records; the trainer, when
     it fails of its own accord (trainer.contract.console).
     """
-    reason = _failed_event_reason(log, exit_code)
+    reason = failed_event_reason(events(log, "failed"), exit_code)
     return one_line(reason, limit=None) if reason else None
 
 
 def failure_reason(*, exit_code: int | None, reason: str | None, log: str) -> str:
     """`reason` is the status's (`status_reason`); None for a saved log, or a status without one."""
-    advice = diagnose(log)
+    return failure_reason_from(
+        exit_code=exit_code,
+        reason=reason,
+        advice=diagnose(log),
+        failed=events(log, "failed"),
+        unhealthy=unhealthy_peer(log),
+        last_error=last_error_line(log),
+    )
+
+
+def failure_reason_from(
+    *,
+    exit_code: int | None,
+    reason: str | None,
+    advice: str | None,
+    failed: Iterable[dict],
+    unhealthy: str | None,
+    last_error: str,
+) -> str:
+    """`failure_reason`, from what was read from the log: its known failure's `advice`, its `failed`
+    events, the `unhealthy` peer it names and its `last_error` line (`last_error_line`)."""
     if advice:
         return advice
     if reason:
         return reason
-    failed = _failed_event_reason(log, exit_code)
-    if failed:
-        return one_line(failed)
-    peer = unhealthy_peer(log)
-    if peer:
-        return peer
-    return last_error_line(log)
+    failed_reason = failed_event_reason(failed, exit_code)
+    if failed_reason:
+        return one_line(failed_reason)
+    if unhealthy:
+        return unhealthy
+    return last_error
 
 
-def _failed_event_reason(log: str, exit_code: int | None) -> str | None:
-    """The reason of the last `failed` event with this exit code, if the log holds one."""
+def failed_event_reason(failed: Iterable[dict], exit_code: int | None) -> str | None:
+    """The reason of the last of the `failed` events with this exit code, if there is one."""
     failed = [
         event
-        for event in events(log, "failed")
+        for event in failed
         # A restarted worker's log holds its earlier runs too: only a failure that ended this way counts.
         if event.get("exit_code") == exit_code and isinstance(event.get("reason"), str) and event["reason"].strip()
     ]
@@ -102,7 +127,12 @@ def exception_line(log: str) -> str | None:
     Only the first line of the exception's message: whatever it prints after that (tensors, for
     one) follows on lines of its own.
     """
-    lines = [line.strip() for line in log.splitlines()]
+    return exception_in(log.splitlines())
+
+
+def exception_in(lines: Iterable[str]) -> str | None:
+    """`exception_line`, from the log's lines."""
+    lines = [line.strip() for line in lines]
     if _TRACEBACK not in lines:
         return None
     start = len(lines) - lines[::-1].index(_TRACEBACK)
@@ -119,26 +149,37 @@ def last_error_line(log: str) -> str:
     for prose: `"event": "failed"` would match the words, and such an event is read whole where it
     counts.
     """
-    reason = reason_line(log)
+    lines = log.splitlines()
+    records = [record(line) for line in lines]
+    return last_error_from(reason_from(exception_in(lines), lines, records), lines, records)
+
+
+def last_error_from(reason: str | None, lines: Sequence[str], records: Sequence[dict | None]) -> str:
+    """`last_error_line`, from the log's `reason_line`, its lines, and the JSON object on each (`record`)."""
     if reason:
         return reason
     # The observer's records (trainer/verifier/observed.py) are data the launcher adds at the end: never the last word.
-    lines = [line.strip() for line in log.splitlines() if line.strip() and not _is_observed(line)]
-    return one_line(lines[-1]) if lines else "(no output)"
-
-
-def _is_observed(line: str) -> bool:
-    found = record(line)
-    return found is not None and found.get("event") == "observed"
+    kept = [
+        line.strip()
+        for line, found in zip(lines, records, strict=True)
+        if line.strip() and not (found is not None and found.get("event") == "observed")
+    ]
+    return one_line(kept[-1]) if kept else "(no output)"
 
 
 def reason_line(log: str) -> str | None:
     """`last_error_line` without its last resort: None when no line says why (a log that ends well)."""
-    exception = exception_line(log)
+    lines = log.splitlines()
+    return reason_from(exception_in(lines), lines, [record(line) for line in lines])
+
+
+def reason_from(exception: str | None, lines: Sequence[str], records: Sequence[dict | None]) -> str | None:
+    """`reason_line`, from the log's `exception_line`, its lines, and the JSON object on each (`record`)."""
     if exception:
         return one_line(exception)
-    for line in reversed(log.splitlines()):
-        if _REASON.search(line) and not is_event(line.strip()):
+    for line, found in zip(reversed(lines), reversed(records), strict=True):
+        # A JSON event (an object with an `event` field) is never taken for prose.
+        if not (found is not None and "event" in found) and _REASON.search(line):
             return one_line(line)
     return None
 
@@ -155,10 +196,13 @@ def own_error(log: str) -> str | None:
     traceback, unless that exception is what TensorFlow raises when a peer is gone (`caused_by_peer`):
     then the program only failed with its peer, and its own line is the peer's.
     """
-    advice = diagnose(log)
+    return own_error_from(diagnose(log), exception_line(log))
+
+
+def own_error_from(advice: str | None, exception: str | None) -> str | None:
+    """`own_error`, from the log's known failure's `advice` (`diagnose`) and its `exception_line`."""
     if advice:
         return advice
-    exception = exception_line(log)
     if exception is None or _is_peer_exception(exception):
         return None
     return one_line(exception)
@@ -170,10 +214,14 @@ def caused_by_peer(log: str) -> bool:
     For a program's own exit code (1 for an uncaught exception), which says nothing of peers; an exit
     code of the launcher's (a lost peer is 5) says it better.
     """
-    if own_error(log) is not None:
+    return caused_by_peer_from(own_error(log), exception_line(log), unhealthy_peer(log))
+
+
+def caused_by_peer_from(own: str | None, exception: str | None, unhealthy: str | None) -> bool:
+    """`caused_by_peer`, from the log's `own_error`, its `exception_line` and its `unhealthy_peer`."""
+    if own is not None:
         return False
-    exception = exception_line(log)
-    return (exception is not None and _is_peer_exception(exception)) or unhealthy_peer(log) is not None
+    return (exception is not None and _is_peer_exception(exception)) or unhealthy is not None
 
 
 def _is_peer_exception(exception: str) -> bool:

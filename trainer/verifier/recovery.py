@@ -1,11 +1,15 @@
-"""What the keeper did (trainer/keeper/keeper.py): the restarts, and the step each one resumed from."""
+"""What the keeper did (trainer/keeper/keeper.py): the restarts, and the step each one resumed from.
+
+The keeper's log and the chief's are each read once into a record (trainer/verifier/worker_log.py),
+which is what is judged here.
+"""
 
 import dataclasses
 
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import WorkerRecord
-from trainer.verifier.events import events
-from trainer.verifier.reasons import failure_reason, last_error_line, status_reason
+from trainer.verifier.reasons import status_reason
+from trainer.verifier.worker_log import read
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -34,18 +38,14 @@ class Recovery:
 
 
 def starting_steps(log: str) -> list[int]:
-    """The step each run of a worker's trainer started from, in order (0: from scratch).
-
-    Each run of this project's trainer prints `{"event": "start", "step": N}` where it starts
-    (trainer/training/resume.py); a program that prints none has no steps to report.
-    """
-    steps = (event.get("step") for event in events(log, "start"))
-    return [step for step in steps if isinstance(step, int) and not isinstance(step, bool)]
+    """The step each run of a worker's trainer started from, in order (0: from scratch): the record's
+    `starting_steps` (trainer/verifier/worker_log.py)."""
+    return read(log).starting_steps
 
 
 def from_keeper(record: WorkerRecord, chief_log: str) -> Recovery:
     """The keeper's record, with the chief's log to say where each restarted run began."""
-    starts = starting_steps(chief_log)
+    starts = read(chief_log).starting_steps
     reported = record.details.get("restarts", [])
     restarts = tuple(
         Restart(reason=entry.get("reason", "?"), resumed_from_step=starts[number] if number < len(starts) else None)
@@ -57,8 +57,9 @@ def from_keeper(record: WorkerRecord, chief_log: str) -> Recovery:
     elif record.state == "running":
         problem = "the keeper was still running when the verifier's timeout ran out"
     elif record.state == "killed":
-        problem = f"the keeper was killed without an exit status; last line: {last_error_line(record.log)}"
+        problem = f"the keeper was killed without an exit status; last line: {read(record.log).last_error_line}"
     elif record.exit_code != ExitCode.OK:
-        reason = failure_reason(exit_code=record.exit_code, reason=status_reason(record.details), log=record.log)
+        keeper = read(record.log)
+        reason = keeper.failure_reason(exit_code=record.exit_code, reason=status_reason(record.details))
         problem = f"exited {record.exit_code}: {reason}"
     return Recovery(restarts=restarts, limit=record.details.get("limit"), problem=problem)

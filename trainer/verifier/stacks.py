@@ -17,6 +17,7 @@ what the program was doing; the innermost frame of all, what it was waiting in.
 
 import dataclasses
 import re
+from collections.abc import Iterable
 
 _THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+ \(most recent call first\):$")
 _FRAME = re.compile(r'^\s+File "(?P<path>[^"]*)", line (?P<line>\d+) in (?P<function>\S+)$')
@@ -42,9 +43,14 @@ def dumped_threads(log: str) -> list[list[Frame]]:
 
     A dump is a run of thread headers and their frames with no other line between them.
     """
+    return dumped_threads_in(log.splitlines())
+
+
+def dumped_threads_in(lines: Iterable[str]) -> list[list[Frame]]:
+    """`dumped_threads`, from the log's lines."""
     dump: list[list[Frame]] = []
     last: list[list[Frame]] = []
-    for line in log.splitlines():
+    for line in lines:
         frame = _FRAME.match(line)
         if _THREAD.match(line.strip()):
             dump.append([])
@@ -58,7 +64,12 @@ def dumped_threads(log: str) -> list[list[Frame]]:
 def waiting_at(log: str) -> str | None:
     """ "trainer/training/loop.py:64 in train (in tensorflow/python/eager/execute.py:53 in quick_execute)",
     for the main thread of the last dump in `log`; None when the log holds no dump."""
-    threads = dumped_threads(log)
+    return waiting_in(log.splitlines())
+
+
+def waiting_in(lines: Iterable[str]) -> str | None:
+    """`waiting_at`, from the log's lines."""
+    threads = dumped_threads_in(lines)
     if not threads:
         return None
     main = next((thread for thread in threads if thread[-1].function in _MAIN_ENTRIES), threads[0])

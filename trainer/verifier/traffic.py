@@ -3,11 +3,11 @@
 Each worker's launcher counts the bytes of every TCP connection to or from a worker's TensorFlow
 port while its program runs (trainer/launcher/traffic.py), leaving out the launchers' own
 rendezvous and heartbeats, and prints them as one record, `{"event": "connections", "sent": ...,
-"received": ...}`. An all-reduce of B bytes across N workers makes each worker send and receive at
-least (N-1)/N of B (a ring moves twice that), so S synchronized steps of a model with B bytes of
-trainable variables must move at least S * B * (N-1)/N each way; a worker that moved less did not
-all-reduce its gradients over the network. The bound holds for any all-reduce; it is a floor, not
-an estimate.
+"received": ...}`: the last one in its log is its count (trainer/verifier/worker_log.py). An
+all-reduce of B bytes across N workers makes each worker send and receive at least (N-1)/N of B (a
+ring moves twice that), so S synchronized steps of a model with B bytes of trainable variables
+must move at least S * B * (N-1)/N each way; a worker that moved less did not all-reduce its
+gradients over the network. The bound holds for any all-reduce; it is a floor, not an estimate.
 
 TensorFlow's connections also carry its own coordination: measured here, 6 to 10 KB for a run that
 made the strategy and a small model and then sat idle for 1 s or for 30 s. When the steps need less
@@ -20,7 +20,6 @@ for the whole run.
 
 import dataclasses
 
-from trainer.verifier.events import events
 from trainer.verifier.observed import Session
 from trainer.verifier.text import size
 
@@ -32,12 +31,6 @@ NOISE_PER_SECOND = 128
 class Traffic:
     problems: tuple[str, ...] = ()
     line: str | None = None  # For a passing run's proof.
-
-
-def connections(log: str) -> dict | None:
-    """The last connections record in a worker's log (a restarted cluster's last run), or None."""
-    found = events(log, "connections")
-    return found[-1] if found else None
 
 
 def judge_traffic(observed: dict[str, list[Session]], counted: dict[str, dict], expected_workers: int) -> Traffic:

@@ -7,6 +7,9 @@ all-reduced before any worker sees them, so they agree even when the weights do 
 The problems come in the order things went wrong: the failure that started it first, with its own
 error, and the workers that only lost a peer to it after; an error several workers raised is said
 once (trainer/verifier/causes.py).
+
+Each worker's log is read once, into a record (trainer/verifier/worker_log.py): every check here
+judges that record, never the log's text.
 """
 
 import dataclasses
@@ -15,15 +18,12 @@ import math
 from trainer.contract.exitcodes import ExitCode
 from trainer.verifier import causes
 from trainer.verifier.causes import Cause
-from trainer.verifier.diagnoses import diagnose
-from trainer.verifier.metrics import IDENTITY_KEYS, parse_final_metrics
-from trainer.verifier.observed import sessions
-from trainer.verifier.reasons import exception_line, failure_reason, last_error_line, one_line, own_error, reason_line
+from trainer.verifier.metrics import IDENTITY_KEYS
+from trainer.verifier.reasons import one_line
 from trainer.verifier.recovery import Recovery
-from trainer.verifier.stacks import waiting_at
 from trainer.verifier.stragglers import slowest_worker
 from trainer.verifier.synchronization import Synchronization, judge_synchronization
-from trainer.verifier.traffic import connections
+from trainer.verifier.worker_log import WorkerLog, read
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -103,16 +103,20 @@ def judge(
 ) -> Verdict:
     """`cluster`: the harness's worker addresses, when known, which every worker's strategy must have
     resolved. `unknown_exits_fail`: a saved log given no exit code fails (scripts/verify's default)."""
-    observed = {report.name: sessions(report.log) for report in reports if report.state not in ("missing", "lost")}
-    statuses = {report.name: _status_and_problem(report) for report in reports}
+    workers = [(report, read(report.log)) for report in reports]
+    observed = {report.name: list(log.sessions) for report, log in workers if report.state not in ("missing", "lost")}
+    statuses = {report.name: _status_and_problem(report, log) for report, log in workers}
     synchronization = judge_synchronization(
         observed,
         expected_workers=expected_workers,
         judged={name for name, status in statuses.items() if status.problem is None},
         cluster=cluster,
-        counted={report.name: found for report in reports if (found := connections(report.log))},
+        counted={report.name: found for report, log in workers if (found := log.connections)},
     )
-    outcomes = [_judge_worker(report, statuses[report.name], expected_workers, synchronization) for report in reports]
+    outcomes = [
+        _judge_worker(report, log, statuses[report.name], expected_workers=expected_workers, sync=synchronization)
+        for report, log in workers
+    ]
     if unknown_exits_fail:
         outcomes = [_unknown_exit_failed(outcome) if outcome.status == "log" else outcome for outcome in outcomes]
     if len(reports) < expected_workers:
@@ -142,32 +146,44 @@ def judge(
 
 
 def _judge_worker(
-    report: WorkerReport, status_and_problem: _Status, expected_workers: int, sync: Synchronization
+    report: WorkerReport, log: WorkerLog, status: _Status, *, expected_workers: int, sync: Synchronization
 ) -> WorkerOutcome:
-    """Its metrics are those it printed, else `fit`'s; `replicas` is what its strategy had, where observed."""
-    status, problem = status_and_problem.status, status_and_problem.problem
-    metrics = parse_final_metrics(report.log) or sync.fit_metrics.get(report.name)
+    """A worker's metrics and problem, from its status, its log's record and what synchronization found.
+
+    Its metrics are those its program printed, else those `Model.fit` logged (the observer's epochs),
+    with `replicas` as its strategy had them where the observer saw its strategy. Its problem is the
+    first of these that holds:
+    1. its status's (`_status_and_problem`): it failed, was killed, never started...;
+    2. it has no metrics and its log shows why (a known failure, an error line), unless the observer
+       saw the strategy of a live worker: then synchronization says more;
+    3. synchronization's, of its own (no record, the wrong strategy or cluster, outside variables...);
+    4. it has no metrics and its strategy was not seen: nothing says it trained;
+    5. its `replicas` are not the cluster's.
+    Past the first three, a program that printed no metrics but whose strategy was seen has `replicas`
+    alone for its metrics: its state is the proof. Its `error` is its status's, when its problem is.
+    """
     replicas = sync.replicas.get(report.name)
+    metrics = log.metrics or sync.fit_metrics.get(report.name)
     if metrics is not None and replicas is not None:
         metrics = {**metrics, "replicas": replicas}
-    if problem is None and (replicas is None or report.state == "log") and _failed_without_metrics(report.log, metrics):
-        problem = _without_metrics(report.log)  # A known failure's advice says more than a missing record.
-    if problem is None:
+    problem = status.problem  # 1.
+    if problem is None and metrics is None and (replicas is None or report.state == "log"):  # 2.
+        problem = _without_metrics(log) if log.diagnosis or log.reason_line else None
+    if problem is None:  # 3.
         problem = sync.worker_problems.get(report.name)
     if problem is None and metrics is None and replicas is not None:
         metrics = {"replicas": replicas}  # A program that prints nothing: its state is the proof.
-    if problem is None:
-        if metrics is None:
-            problem = _without_metrics(report.log)
-        elif metrics.get("replicas") != expected_workers:
-            problem = f"replicas={metrics.get('replicas')}, expected {expected_workers}"
+    if problem is None and metrics is None:  # 4.
+        problem = _without_metrics(log)
+    elif problem is None and metrics.get("replicas") != expected_workers:  # 5.
+        problem = f"replicas={metrics.get('replicas')}, expected {expected_workers}"
     return WorkerOutcome(
         name=report.name,
-        status=status,
+        status=status.status,
         metrics=metrics,
         problem=problem,
-        cause=status_and_problem.cause,
-        error=status_and_problem.error if problem == status_and_problem.problem else None,
+        cause=status.cause,
+        error=status.error if problem == status.problem else None,
     )
 
 
@@ -179,55 +195,49 @@ def _unknown_exit_failed(outcome: WorkerOutcome) -> WorkerOutcome:
     return dataclasses.replace(outcome, problem=problem)
 
 
-def _failed_without_metrics(log: str, metrics: dict | None) -> bool:
-    return metrics is None and bool(diagnose(log) or reason_line(log))
-
-
-def _status_and_problem(report: WorkerReport) -> _Status:
+def _status_and_problem(report: WorkerReport, log: WorkerLog) -> _Status:
     if report.state == "missing":
         return _Status("missing", "missing: it never started (no launcher of that name reported)")
     if report.state == "running":
         return _Status("running", "still running when the verifier's timeout ran out")
     if report.state == "killed":
-        last = last_error_line(report.log)
+        last = log.last_error_line
         return _Status("killed", f"killed without an exit status (SIGKILL or out of memory); last line: {last}")
     if report.state == "log":
-        return _Status("log", None, cause=causes.of_saved_log(report.log))
+        return _Status("log", None, cause=causes.of_saved_log(log))
     if report.state == "lost":
         return _Status("lost", f"lost: {report.reason}")
     if report.exit_code != 0:
-        return _exited(report)
+        return _exited(report, log)
     return _Status("exited 0", None)
 
 
-def _exited(report: WorkerReport) -> _Status:
+def _exited(report: WorkerReport, log: WorkerLog) -> _Status:
     """A worker that exited with a failure: its program's own error first, whatever its peers did."""
     code, status = report.exit_code, f"exited {report.exit_code}"
-    error = own_error(report.log)
+    error = log.own_error
     if error and code == ExitCode.PEER_LOST:
         # Its launcher's line would name only the peer it lost, which may have failed the same way.
         reason = f"{error}{causes.also_lost(report.reason)}"
     else:
-        reason = failure_reason(exit_code=code, reason=report.reason, log=report.log)
+        reason = log.failure_reason(exit_code=code, reason=report.reason)
         error = error if reason == error else None  # The launcher's or the trainer's line says more.
-    where = waiting_at(report.log) if code == ExitCode.STALLED else None
+    where = log.waiting_at if code == ExitCode.STALLED else None
     if where:  # Each stalled worker dumped its program's stack: where it was waiting is the news.
         reason = f"{reason}; its program was waiting at {where}"
-    cause = causes.of_exit(code, report.log, raised_own=error is not None)
+    cause = causes.of_exit(code, log, raised_own=error is not None)
     return _Status(status, f"{status}: {reason}", cause=cause, error=error)
 
 
-def _without_metrics(log: str) -> str:
+def _without_metrics(log: WorkerLog) -> str:
     """A worker that reported no metrics, with why when its log says: a saved log has no exit status to."""
-    advice = diagnose(log)
-    if advice:
-        return f"no final metrics in its log: {advice}"
-    exception = exception_line(log)
-    if exception:
-        return f"no final metrics in its log, which ends in {one_line(exception)}"
+    if log.diagnosis:
+        return f"no final metrics in its log: {log.diagnosis}"
+    if log.exception:
+        return f"no final metrics in its log, which ends in {one_line(log.exception)}"
     # Its last error line, if one says why: "no metrics" alone sends the reader to the log. Not just
     # the last line: a launcher's log ends with its own usage line, which says nothing.
-    reason = reason_line(log)
+    reason = log.reason_line
     return f"no final metrics in its log; last error line: {reason}" if reason else "no final metrics in its log"
 
 
