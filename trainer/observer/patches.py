@@ -141,18 +141,40 @@ def _around_update(owner, name: str, updated, observer) -> None:
     if getattr(original, MARK, False) or not callable(original):
         return
 
+    signature = inspect.signature(original)
+
     @functools.wraps(original)
     def wrapper(self, *args, **kwargs):
-        observer.optimizer_seen(self)  # Its step before its first update: where this process took it up.
-        args, kwargs, variables, gradients = updated(self, args, kwargs)
-        observer.gradients_applied(self, gradients, kwargs)
-        result = original(self, *args, **kwargs)
+        # One update is recorded at its outermost call: tf-keras's `apply_gradients` calls its base's,
+        # Keras 3's calls `apply`, a LossScaleOptimizer its inner optimizer's, without the caller's flags.
+        with observer.updating() as update:
+            if not update.outermost:
+                return original(self, *args, **kwargs)
+            observer.optimizer_seen(self)  # Its step before its first update: where this process took it up.
+            try:
+                args, kwargs, variables, gradients = updated(self, args, kwargs)
+            except Exception:  # noqa: BLE001 - arguments the original will refuse: let it say so, unobserved.
+                return original(self, *args, **kwargs)
+            observer.gradients_applied(self, gradients, _flags(signature, self, args, kwargs))
+            result = original(self, *args, **kwargs)
         with contextlib.suppress(Exception):  # Recorded by the observer's own guard, or not at all.
             observer.optimizer_updated(self, variables() if callable(variables) else variables)
         return result
 
     setattr(wrapper, MARK, True)
     setattr(owner, name, wrapper)
+
+
+def _flags(signature, optimizer, args, kwargs) -> dict:
+    """The aggregation flags of the call, however given (tf-keras takes `experimental_aggregate_gradients`
+    in its `**kwargs`); none when the arguments do not bind (the original will say why)."""
+    try:
+        arguments = signature.bind(optimizer, *args, **kwargs).arguments
+    except TypeError:
+        return {}
+    extra = next((v for k, v in arguments.items() if signature.parameters[k].kind is inspect.Parameter.VAR_KEYWORD), {})
+    names = ("skip_gradients_aggregation", "experimental_aggregate_gradients")
+    return {name: arguments.get(name, extra.get(name)) for name in names if name in arguments or name in extra}
 
 
 def _pairs_updated(_optimizer, args, kwargs):

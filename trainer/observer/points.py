@@ -42,6 +42,8 @@ class Observer:
         self._optimizers: dict[int, object] = {}
         self._first_steps: dict[int, int | None] = {}  # Each optimizer's step when this process first updated.
         self._updates: set[tuple] = set()  # How each optimizer's gradients were reduced, each kind once.
+        self._gradient_bytes: dict[int, int] = {}  # What one step of each optimizer all-reduces, dense.
+        self._updating = threading.local()  # An update inside another (a base class's, an inner optimizer's).
         self._prune_at = PRUNE_AT
         self._strategies = 0
         self._checkpoints = 0
@@ -90,19 +92,32 @@ class Observer:
             self._first_steps[id(optimizer)] = fingerprint.step_now(optimizer)
 
     @guarded
-    def gradients_applied(self, optimizer, gradients, kwargs: dict) -> None:
+    def gradients_applied(self, optimizer, gradients, flags: dict) -> None:
         """Records once per kind how an optimizer's gradients were reduced (trainer/observer/updates.py)."""
         from . import updates
 
-        # Keras 3's `apply_gradients` calls `apply` with the same gradients: the same record, kept once.
-        found = updates.how_reduced(list(gradients or ()), kwargs)
+        found = updates.how_reduced(list(gradients or ()), flags)
+        if found is None:
+            return  # Constant gradients (zeros, to build the slots): no training step.
         key = (id(optimizer), *sorted(found.items()))
+        self._gradient_bytes[id(optimizer)] = max(self._gradient_bytes.get(id(optimizer), 0), found["gradient_bytes"])
         if key not in self._updates:
             self._updates.add(key)
             self.journal.write("update", optimizer=type(optimizer).__name__, **found)
 
+    def updating(self):
+        """A context: true inside, for the outermost optimizer update only."""
+        return _Outermost(self._updating)
+
     @guarded
     def optimizer_updated(self, optimizer, variables) -> None:
+        if self._first_steps.get(id(optimizer)) is None:
+            # A legacy optimizer makes its step counter at its first update: this one was its first.
+            from . import fingerprint
+
+            now = fingerprint.step_now(optimizer)
+            executed = now is not None and _eagerly()
+            self._first_steps[id(optimizer)] = None if now is None else now - 1 if executed else now
         self._optimizers.setdefault(id(optimizer), optimizer)
         for variable in variables:
             if variable is not None:
@@ -133,20 +148,28 @@ class Observer:
         alive = [variable for variable in (ref() for ref in self._variables) if variable is not None]
         alive += self.trained()
         optimizer = None  # The end has no optimizer of its own: its step is the largest `iterations`.
-        self._record("end", 1, alive, optimizer, step=_largest_iterations(alive), steps_run=self._steps_run())
+        steps = self._steps_taken()
+        self._record(
+            "end",
+            1,
+            alive,
+            optimizer,
+            step=_largest_iterations(alive),
+            steps_run=max(steps.values(), default=None),
+            reduced_bytes=sum(taken * self._gradient_bytes.get(key, 0) for key, taken in steps.items()),
+        )
 
-    def _steps_run(self) -> int | None:
-        """The steps this process took: the most any optimizer counted since this process first updated with it."""
+    def _steps_taken(self) -> dict[int, int]:
+        """The steps each optimizer took in this process: its step now less its step at its first update here."""
         from . import fingerprint
 
-        taken = [
-            now - first
+        return {
+            key: now - first
             for key, first in self._first_steps.items()
             if first is not None
             and key in self._optimizers
             and (now := fingerprint.step_now(self._optimizers[key])) is not None
-        ]
-        return max(taken, default=None)
+        }
 
     def trained(self) -> list:
         """Every variable an optimizer updated, and every optimizer's own (its step, its slots)."""
@@ -185,6 +208,12 @@ class _Outermost:
 
     def __exit__(self, *_):
         self._local.depth -= 1
+
+
+def _eagerly() -> bool:
+    import tensorflow as tf
+
+    return tf.executing_eagerly()
 
 
 def _variables_of(optimizer) -> list:

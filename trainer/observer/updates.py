@@ -11,35 +11,67 @@ how each `apply_gradients` was called, once per traced step (trainer/observer/pa
   `apply_gradients`), unless told not to (`skip_gradients_aggregation=True`,
   `experimental_aggregate_gradients=False`): `reduced` is "optimizer";
 - otherwise (cross-replica context, outside `strategy.run`; or aggregation skipped) the gradients
-  are reduced only if the program reduced them itself: then a collective op (`CollectiveReduceV2`,
-  `CollectiveGatherV2`, `NcclAllReduce`...) is among the ops every gradient was computed from, in
-  the graph being traced: `reduced` is "program", else "no" (each worker applies its own);
+  are reduced only if the program reduced them itself: then every gradient is a collective op's
+  result (`CollectiveReduceV2`, `CollectiveGatherV2`, `NcclAllReduce`...), in the graph being
+  traced, reached through ops that only move values (reshapes, splits and concatenations of
+  packing, a scaling, a cast), not through the backward pass (a loss divided by an all-reduced
+  batch size is no reduced gradient): `reduced` is "program", else "no" (each worker applies its own);
 - run eagerly, a gradient is a value with no graph to read: `reduced` is "unknown".
 """
 
 import tensorflow as tf
 
 COLLECTIVE_WORDS = ("Reduce", "Gather", "AllToAll")
-SEARCHED = 200_000  # Ops visited at most per gradient: a bound on the observer's time, never reached by a step.
+# The ops a reduced gradient may pass through on its way from the collective to the optimizer:
+# packing into chunks and back, scaling, casting. Anything else (a MatMul of the backward pass)
+# computed a new value, and a collective beyond it reduced something else (a batch size, a loss).
+MOVING = frozenset(
+    {
+        "Identity", "IdentityN", "Reshape", "Cast", "Squeeze", "ExpandDims", "Split", "SplitV", "Concat",
+        "ConcatV2", "Pack", "Unpack", "Mul", "RealDiv", "Div", "TruncateDiv", "StridedSlice", "Slice",
+    }
+)  # fmt: skip
+CONSTANT = frozenset({"Const", "Fill", "ZerosLike", "OnesLike"})  # Zeros applied to make slots: no update.
+SEARCHED = 10_000  # Ops visited at most per gradient: a bound on the observer's time, never reached by a step.
 
 
-def how_reduced(gradients, kwargs: dict) -> dict:
+def how_reduced(gradients, flags: dict) -> dict | None:
     """`context` (inside or outside `strategy.run`), `replicas`, `reduced` (see above), `skipped` (the
-    optimizer was told not to aggregate) for one `apply_gradients` or `apply` call."""
+    optimizer was told not to aggregate), `gradient_bytes` (the dense gradients' size) for one
+    `apply_gradients` or `apply` call; None for gradients that are all constants (zeros applied to
+    build an optimizer's slots, no training step)."""
+    present = [_tensor(gradient) for gradient in gradients if gradient is not None]
+    if present and all(getattr(getattr(t, "op", None), "type", None) in CONSTANT for t in present):
+        return None
     context = tf.distribute.get_replica_context()  # None in cross-replica context; the default one with no strategy.
     replicas = int(context.num_replicas_in_sync) if context is not None else None
     inside = context is not None and tf.distribute.has_strategy()
-    where = "inside strategy.run" if inside else "outside strategy.run"
-    skipped = (
-        kwargs.get("skip_gradients_aggregation") is True or kwargs.get("experimental_aggregate_gradients") is False
-    )
+    skipped = flags.get("skip_gradients_aggregation") is True or flags.get("experimental_aggregate_gradients") is False
+    found = {
+        "context": "inside strategy.run" if inside else "outside strategy.run",
+        "replicas": replicas,
+        "skipped": skipped,
+        "gradient_bytes": dense_bytes(gradients),
+    }
     if inside and replicas is not None and replicas > 1 and not skipped:
-        return {"context": where, "replicas": replicas, "reduced": "optimizer", "skipped": False}
+        return {**found, "reduced": "optimizer"}
     if tf.executing_eagerly():
-        return {"context": where, "replicas": replicas, "reduced": "unknown", "skipped": skipped}
-    present = [_tensor(gradient) for gradient in gradients if gradient is not None]
+        return {**found, "reduced": "unknown"}
     reduced = bool(present) and all(_after_collective(tensor) for tensor in present)
-    return {"context": where, "replicas": replicas, "reduced": "program" if reduced else "no", "skipped": skipped}
+    return {**found, "reduced": "program" if reduced else "no"}
+
+
+def dense_bytes(gradients) -> int:
+    """What one all-reduce of these gradients reduces: the dense ones' bytes (an IndexedSlices gradient is
+    gathered, its size known only as it runs: left out, so that the bound it makes stays a floor)."""
+    total = 0
+    for gradient in gradients:
+        if gradient is None or isinstance(gradient, tf.IndexedSlices):
+            continue
+        elements = gradient.shape.num_elements() if hasattr(gradient, "shape") else None
+        if elements is not None and hasattr(gradient, "dtype"):
+            total += elements * tf.as_dtype(gradient.dtype).size
+    return total
 
 
 def _tensor(gradient):
@@ -47,17 +79,29 @@ def _tensor(gradient):
 
 
 def _after_collective(tensor) -> bool:
-    """Whether a collective op is among the ops `tensor` was computed from (in this graph, or a function it calls)."""
-    seen, pending = set(), [getattr(tensor, "op", None)]
+    """Whether `tensor` is a collective's result, moved (reshaped, split, scaled, cast) but not computed
+    anew; through a captured tensor, into the graph that captured it."""
+    seen, pending = set(), [tensor]
     while pending and len(seen) < SEARCHED:
-        operation = pending.pop()
+        current = pending.pop()
+        operation = getattr(current, "op", None)
         if operation is None or id(operation) in seen:
             continue
         seen.add(id(operation))
         if _is_collective(operation.type) or _calls_collective(operation):
             return True
-        pending += [source.op for source in operation.inputs] + list(operation.control_inputs)
+        if operation.type == "Placeholder":
+            pending += _captured(current)
+        elif operation.type in MOVING:
+            pending += list(operation.inputs)
     return False
+
+
+def _captured(placeholder) -> list:
+    """The outer graph's tensor a function's placeholder captured, if it is a capture."""
+    graph = placeholder.graph
+    captures = getattr(graph, "captures", ())
+    return [external for external, internal in captures if internal is placeholder]
 
 
 def _is_collective(kind: str) -> bool:
@@ -65,7 +109,8 @@ def _is_collective(kind: str) -> bool:
 
 
 def _calls_collective(operation) -> bool:
-    """A call of a function (a nested `tf.function`): whether its body holds a collective anywhere."""
+    """A call of a function (a nested `tf.function`) that returns a collective's result: whether its body
+    holds a collective (its outputs are not followed inside: a call that reduces is taken as reducing)."""
     if operation.type not in ("PartitionedCall", "StatefulPartitionedCall"):
         return False
     try:

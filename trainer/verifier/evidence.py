@@ -8,7 +8,8 @@ passing worker must show, in its observer's records (trainer/verifier/observed.p
 - an optimizer update at all: a program in which none was seen has shown no training;
 - gradients that were all-reduced before they were applied: by the optimizer inside
   `strategy.run`, or by the program itself, a collective before every gradient
-  (trainer/observer/updates.py). Applied eagerly, that cannot be read, and only the traffic says.
+  (trainer/observer/updates.py). Applied eagerly outside `strategy.run`, that cannot be read, and
+  the traffic cannot stand in for it (any other collective, a metric's, meets its floor): not proven.
 Records written before the observer knew these (`trained` absent) are judged on what they compared.
 """
 
@@ -16,8 +17,20 @@ from trainer.verifier.observed import Session, State
 from trainer.verifier.text import count, names
 
 
-def evidence_problem(session: Session) -> str | None:
-    """Why this worker's state, however identical, is not proven; None when it is."""
+def evidence_problem(session: Session, *, several: bool) -> str | None:
+    """Why this worker's state, however identical, is not proven; None when it is. `several`: a cluster
+    of more than one worker, whose gradients must have been reduced."""
+    problem = _state_problem(session)
+    unknown = next((update for update in session.updates if update.get("reduced") == "unknown"), None)
+    if problem is None and several and unknown is not None:
+        problem = (
+            f"its {unknown.get('optimizer')} applied gradients eagerly {unknown.get('context')}, where how they "
+            "were reduced cannot be read (run the step in strategy.run, or as a tf.function)"
+        )
+    return problem
+
+
+def _state_problem(session: Session) -> str | None:
     last = session.states[-1]
     if not any(state.compared for state in session.states):
         unread = f"; {count(last.unreadable, 'variable')} could not be read (a TF1-style graph's own)"
@@ -70,11 +83,6 @@ def gradients_line(observed: dict[str, list[Session]]) -> str | None:
     if ways == {"optimizer"}:
         replicas = max(int(update.get("replicas") or 0) for update in updates)
         return f"gradients: all-reduced by every worker's {optimizers} inside strategy.run, {replicas} replicas"
-    if "unknown" in ways:
-        return (
-            f"gradients: applied eagerly by {optimizers} outside strategy.run, where how they were reduced cannot "
-            "be read: only the traffic speaks for them"
-        )
     return f"gradients: all-reduced before every worker's {optimizers} applied them (a collective precedes each)"
 
 

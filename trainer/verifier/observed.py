@@ -8,7 +8,8 @@ lines, which the launcher copies into the worker's log when the program ends:
   1 for the end), `step` (the optimizer's), `variables` (`[name, kind, dtype, shape, hash]` each),
   `bytes`, `trainable_bytes`, `unreadable` (variables that could not be read), `trained` (the names,
   among `variables`, of those an optimizer updated or holds: absent in records older than that),
-  `trained_unreadable`, `steps_run` (the end's: the steps this process took), `logs` (an epoch's),
+  `trained_unreadable`, `steps_run` and `reduced_bytes` (the end's: the steps this process took,
+  and each optimizer's steps times its dense gradients' bytes, summed), `logs` (an epoch's),
   `net`, `seconds` (what the fingerprint took);
 - `update`: how one optimizer's gradients were reduced, once per kind (trainer/observer/updates.py):
   `optimizer` (its class), `context`, `replicas`, `reduced` (`optimizer`, `program`, `no` or
@@ -60,6 +61,8 @@ class State:
     trained: tuple[str, ...] | None = None
     trained_unreadable: int = 0
     steps_run: int | None = None  # The steps this process took (the end only; not in older records).
+    # What those steps all-reduced: each optimizer's steps times its dense gradients' bytes (the end only).
+    reduced_bytes: int | None = None
 
     @property
     def key(self) -> tuple:
@@ -138,6 +141,7 @@ def _parse_state(record: dict) -> State:
         trained=tuple(map(str, record["trained"])) if isinstance(record.get("trained"), list) else None,
         trained_unreadable=int(record.get("trained_unreadable") or 0),
         steps_run=int(record["steps_run"]) if isinstance(record.get("steps_run"), int) else None,
+        reduced_bytes=int(record["reduced_bytes"]) if isinstance(record.get("reduced_bytes"), int) else None,
     )
 
 

@@ -51,7 +51,7 @@ def judge_synchronization(
     lines, proof = ((), None)
     if everyone_well and not differences:
         traffic = judge_traffic(observed, counted or {}, expected_workers)
-        differences += _missing_points(observed) + _unproven(observed) + list(traffic.problems)
+        differences += _missing_points(observed) + _unproven(observed, expected_workers) + list(traffic.problems)
         if not differences:
             lines, proof = _proven(observed, expected_workers)
             lines += tuple(filter(None, [gradients_line(observed), traffic.line]))
@@ -185,11 +185,11 @@ def _missing_points(observed: dict[str, list[Session]]) -> list[str]:
     return missing
 
 
-def _unproven(observed: dict[str, list[Session]]) -> list[str]:
+def _unproven(observed: dict[str, list[Session]], expected_workers: int) -> list[str]:
     """Workers whose states, identical as they are, prove nothing: nothing compared, or not what was trained."""
     found = []
     for name, sessions in observed.items():
-        problem = evidence_problem(sessions[-1])
+        problem = evidence_problem(sessions[-1], several=expected_workers > 1)
         if problem:
             found.append(f"{name}: not proven: {problem}")
     return found

@@ -44,11 +44,17 @@ def judge_traffic(observed: dict[str, list[Session]], counted: dict[str, dict], 
     return _judge_interfaces(observed, expected_workers)
 
 
-def _needs(session: Session, expected_workers: int) -> tuple[int, int, float]:
-    """The steps this worker took, its trainable bytes, and the bytes each way their all-reduce moves at least."""
+def _needs(session: Session, expected_workers: int) -> tuple[int, float, float]:
+    """The steps this worker took, what one of them all-reduces, and the bytes each way they move at least.
+
+    What a step all-reduces is its optimizers' dense gradients, as the observer saw them applied
+    (an embedding's sparse gradient is gathered, of a size known only as it runs: left out); records
+    older than that give the trainable variables' bytes."""
     last = session.states[-1]
     steps = last.steps_run if last.steps_run is not None else int(last.step or 0)
-    return steps, last.trainable_bytes, steps * last.trainable_bytes * (expected_workers - 1) / expected_workers
+    reduced = last.reduced_bytes if last.reduced_bytes is not None else steps * last.trainable_bytes
+    per_step = reduced / steps if steps else 0.0
+    return steps, per_step, reduced * (expected_workers - 1) / expected_workers
 
 
 def _judge_connections(observed, counted, expected_workers) -> Traffic:
@@ -58,8 +64,8 @@ def _judge_connections(observed, counted, expected_workers) -> Traffic:
         for name, record in ((name, counted[name]) for name in observed)
         if min(record["sent"], record["received"]) < needs[name][2]
     }
-    steps, trainable, need = max(needs.values(), key=lambda found: found[2])
-    what = f"{steps} steps of all-reduce of {size(trainable)} of trainable variables"
+    steps, per_step, need = max(needs.values(), key=lambda found: found[2])
+    what = f"{steps} steps of all-reduce of {size(per_step)} of gradients"
     if short:
         shown = "; ".join(
             f"{name} sent {size(record['sent'])} and received {size(record['received'])}"
