@@ -10,7 +10,8 @@ import threading
 import time
 import weakref
 
-from . import network
+from . import network, training
+from .training import variables_of
 
 PRUNE_AT = 4096  # References to variables kept before the dead ones are dropped.
 
@@ -36,13 +37,8 @@ class Observer:
         self.journal = journal
         self.failed: set[str] = set()
         self._variables: list[weakref.ref] = []  # Every variable the program made, in order.
-        # What any optimizer updated, and the optimizers, held alive: a program that frees its model
-        # before it exits (`del model; gc.collect()`) still has it fingerprinted at its end.
-        self._trained: dict[int, object] = {}
-        self._optimizers: dict[int, object] = {}
-        self._first_steps: dict[int, int | None] = {}  # Each optimizer's step when this process first updated.
+        self._training = training.Training()  # What the optimizers trained, held alive.
         self._updates: set[tuple] = set()  # How each optimizer's gradients were reduced, each kind once.
-        self._gradient_bytes: dict[int, int] = {}  # What one step of each optimizer all-reduces, dense.
         self._updating = threading.local()  # An update inside another (a base class's, an inner optimizer's).
         self._prune_at = PRUNE_AT
         self._strategies = 0
@@ -86,10 +82,7 @@ class Observer:
 
     @guarded
     def optimizer_seen(self, optimizer) -> None:
-        if id(optimizer) not in self._first_steps:
-            from . import fingerprint
-
-            self._first_steps[id(optimizer)] = fingerprint.step_now(optimizer)
+        self._training.seen(optimizer)
 
     @guarded
     def gradients_applied(self, optimizer, gradients, flags: dict) -> None:
@@ -100,7 +93,7 @@ class Observer:
         if found is None:
             return  # Constant gradients (zeros, to build the slots): no training step.
         key = (id(optimizer), *sorted(found.items()))
-        self._gradient_bytes[id(optimizer)] = max(self._gradient_bytes.get(id(optimizer), 0), found["gradient_bytes"])
+        self._training.applied(optimizer, found["gradient_bytes"])
         if key not in self._updates:
             self._updates.add(key)
             self.journal.write("update", optimizer=type(optimizer).__name__, **found)
@@ -111,23 +104,13 @@ class Observer:
 
     @guarded
     def optimizer_updated(self, optimizer, variables) -> None:
-        if self._first_steps.get(id(optimizer)) is None:
-            # A legacy optimizer makes its step counter at its first update: this one was its first.
-            from . import fingerprint
-
-            now = fingerprint.step_now(optimizer)
-            executed = now is not None and _eagerly()
-            self._first_steps[id(optimizer)] = None if now is None else now - 1 if executed else now
-        self._optimizers.setdefault(id(optimizer), optimizer)
-        for variable in variables:
-            if variable is not None:
-                self._trained.setdefault(id(variable), variable)
+        self._training.updated(optimizer, variables, eagerly=_eagerly())
 
     @guarded
     def epoch_ended(self, model, epoch: int, logs) -> None:
         optimizer = getattr(model, "optimizer", None)
         metrics = {key: float(value) for key, value in (logs or {}).items() if _is_number(value)}
-        self._record("epoch", epoch + 1, [*model.variables, *_variables_of(optimizer)], optimizer, logs=metrics)
+        self._record("epoch", epoch + 1, [*model.variables, *variables_of(optimizer)], optimizer, logs=metrics)
 
     @guarded
     def checkpoint_written(self, checkpoint) -> None:
@@ -137,7 +120,7 @@ class Observer:
         optimizer = next((o for o in objects if hasattr(o, "apply_gradients") and hasattr(o, "iterations")), None)
         self._checkpoints += 1
         # A checkpoint of no optimizer (a model's weights alone) is placed by the trained optimizers' step.
-        step = None if optimizer is not None else _largest_iterations(self.trained())
+        step = None if optimizer is not None else _largest_iterations(self._training.variables())
         self._record("checkpoint", self._checkpoints, objects, optimizer, step=step)
 
     @guarded
@@ -146,9 +129,9 @@ class Observer:
             return
         self._ended = True
         alive = [variable for variable in (ref() for ref in self._variables) if variable is not None]
-        alive += self.trained()
+        alive += self._training.variables()
         optimizer = None  # The end has no optimizer of its own: its step is the largest `iterations`.
-        steps = self._steps_taken()
+        steps = self._training.steps_taken()
         self._record(
             "end",
             1,
@@ -156,24 +139,8 @@ class Observer:
             optimizer,
             step=_largest_iterations(alive),
             steps_run=max(steps.values(), default=None),
-            reduced_bytes=sum(taken * self._gradient_bytes.get(key, 0) for key, taken in steps.items()),
+            reduced_bytes=self._training.reduced_bytes(steps),
         )
-
-    def _steps_taken(self) -> dict[int, int]:
-        """The steps each optimizer took in this process: its step now less its step at its first update here."""
-        from . import fingerprint
-
-        return {
-            key: now - first
-            for key, first in self._first_steps.items()
-            if first is not None
-            and key in self._optimizers
-            and (now := fingerprint.step_now(self._optimizers[key])) is not None
-        }
-
-    def trained(self) -> list:
-        """Every variable an optimizer updated, and every optimizer's own (its step, its slots)."""
-        return [*self._trained.values(), *(v for o in self._optimizers.values() for v in _variables_of(o))]
 
     def _counters(self) -> dict | None:
         return None if self._loopback else network.counters()
@@ -186,7 +153,7 @@ class Observer:
         from . import fingerprint
 
         started = time.perf_counter()
-        state = fingerprint.fingerprint(variables, trained=self.trained())
+        state = fingerprint.fingerprint(variables, trained=self._training.variables())
         if step is None and optimizer is not None:
             step = fingerprint.step(optimizer)
         seconds = round(time.perf_counter() - started, 6)
@@ -214,13 +181,6 @@ def _eagerly() -> bool:
     import tensorflow as tf
 
     return tf.executing_eagerly()
-
-
-def _variables_of(optimizer) -> list:
-    if optimizer is None:
-        return []
-    found = getattr(optimizer, "variables", ())
-    return list(found() if callable(found) else found)  # tf-keras's legacy optimizers have a method.
 
 
 def _is_number(value) -> bool:
