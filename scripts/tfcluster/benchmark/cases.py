@@ -144,11 +144,11 @@ def compose_run(workers: int = 2, override_text: str = "") -> tuple[float, list[
     return elapsed, [(float(used), float(cpu)) for used, cpu in PROGRAM_USED.findall(logs)]
 
 
-def bare_processes(command: list[str], cwd: Path = ROOT) -> list[str]:
-    """Two processes of `command` with TF_CONFIG on 127.0.0.1 ports, as the tutorial launches them;
-    their outputs, once both have exited 0."""
+def bare_processes(command: list[str], cwd: Path = ROOT, *, environment: dict[str, str] | None = None) -> list[str]:
+    """Two processes of `command` with TF_CONFIG on 127.0.0.1 ports, as the tutorial launches them,
+    `environment` added to this one's; their outputs, once both have exited 0."""
     cluster = [f"127.0.0.1:{_free_port()}", f"127.0.0.1:{_free_port()}"]
-    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    environment = {**os.environ, "PYTHONPATH": str(ROOT), **(environment or {})}
     processes = [
         subprocess.Popen(
             command,

@@ -18,7 +18,7 @@ import sys
 
 # Each of these imports only the standard library at its top (report.chart imports matplotlib
 # when it draws), so that --help runs under the host's python3, before .venv-bench exists.
-from tfcluster.benchmark import cases, measure, network, observer, report, warm
+from tfcluster.benchmark import measure, network, observer, observer_report, report, warm
 from tfcluster.paths import ROOT
 
 DOCS = ROOT / "docs"
@@ -26,14 +26,14 @@ EPILOG = """\
 writes:
   docs/benchmark.md, docs/benchmark.json, docs/benchmark.png    (every case but the network's)
   docs/network-benchmark.md                                     (with --network)
-  docs/observer-benchmark.md                                    (with --observer)
+  docs/observer-benchmark.md, docs/observer-benchmark.json      (with --observer)
   docs/warm-benchmark.md, docs/warm-benchmark.json              (with --warm)
 
 examples:
   scripts/benchmark                          # every case, 5 runs each (about 10 minutes)
   scripts/benchmark --runs 9                 # steadier medians, slower
   scripts/benchmark --network --steps 20     # training time under each network profile
-  scripts/benchmark --observer --runs 3      # what the synchronization check's observer costs
+  scripts/benchmark --observer --runs 8      # the observer's cost: 8 pairs with it and without
   scripts/benchmark --warm --first-run       # warm, cold and bare; 20 warm runs; a fresh first run
 
 exit status:
@@ -66,7 +66,8 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument(
         "--observer",
         action="store_true",
-        help="only the observer's cost on the examples, against each training program (default: off)",
+        help="only the observer's cost: training programs with it against without, in pairs; its own "
+        "timer on the examples (default: off)",
     )
     result.add_argument(
         "--steps", type=int, default=50, metavar="N", help="with --network: steps an epoch (default: 50)"
@@ -108,10 +109,9 @@ def main(argv: list[str]) -> int:
         print(text)
         return 0
     if arguments.observer:
-        observed = observer.measure(
-            arguments.runs, project=cases.project(), bare_processes=cases.bare_processes, tutorial=cases.TUTORIAL
-        )
-        text = observer.table(observed)
+        observed = observer.measure(arguments.runs)
+        (DOCS / "observer-benchmark.json").write_text(json.dumps(observed, indent=2) + "\n")
+        text = observer_report.table(observed)
         (DOCS / "observer-benchmark.md").write_text("# The observer's cost\n\n" + text)
         print(text)
         return 0
