@@ -121,3 +121,12 @@ def test_the_length_check_finds_long_functions_and_classes_and_takes_an_excuse()
     assert oversized("class Big:\n" + "    x = 1\n" * 150) == ["Big (151 lines)"]
     excused = f'def long():\n    """{EXCUSED} of X."""\n{body}'
     assert oversized(excused) == []
+
+
+def test_every_test_module_has_a_name_of_its_own():
+    """pytest imports test modules by their base name (the suite has no __init__.py files): two of one
+    name, in different folders, stop the whole run at collection."""
+    names: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
