@@ -108,6 +108,20 @@ def test_steps_outside_strategy_run_fail_on_gradients_no_collective_reduced(scri
     assert "model state differs" not in result.stdout  # Their weights agree: only the evidence says no.
 
 
+def test_a_collective_in_the_step_that_reduces_no_gradient_is_no_reduction(scripts_run):
+    """The loss scaled by an all-reduced example count: a collective among the gradients' ancestors,
+    but behind the backward pass, so it reduced a count, not the gradients."""
+    result = run_program(scripts_run, "no_allreduce.py", "--env", "GLOBAL_COUNT=1", "--env", "SECONDS=10")
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    assert summary(result.stdout)[1:] == [
+        f"  - worker-{index}: its Adam applied gradients that were never all-reduced: apply_gradients ran "
+        "outside strategy.run, where it reduces nothing, and no collective produced them: each worker "
+        "trained on its own gradients"
+        for index in (0, 1)
+    ]
+    assert "model state differs" not in result.stdout
+
+
 def test_a_small_model_stepped_eagerly_outside_strategy_run_for_half_a_minute_fails_on_its_traffic(scripts_run):
     result = run_program(scripts_run, "no_allreduce.py", "--env", "EAGER=1")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
