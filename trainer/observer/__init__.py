@@ -34,10 +34,11 @@ def install(environ=os.environ) -> bool:
     path = environ.get(VARIABLE)
     if not path:
         return False
-    from . import imports, journal, points  # Standard library only until TensorFlow is there.
+    from . import imports, journal, patches, points  # Standard library only until TensorFlow is there.
 
     observer = points.Observer(journal.Journal(path))
-    imports.after_import("tensorflow", observer.tensorflow_imported)
+    for module in patches.TENSORFLOW:
+        imports.after_import(module, observer.tensorflow_module_imported)
     imports.after_import("tf_keras", observer.keras_imported)
     imports.after_import("keras", observer.keras_imported)
     return True

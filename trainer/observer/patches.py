@@ -21,27 +21,46 @@ import contextlib
 import functools
 import inspect
 
-import tensorflow as tf
-from tensorflow.python.checkpoint import checkpoint as checkpoint_module
-from tensorflow.python.distribute import cross_device_utils, distribute_lib
-from tensorflow.python.distribute import values as distributed_values
-from tensorflow.python.ops import resource_variable_ops
-
 MARK = "_tfcluster_observed"
 
 
-def observe_tensorflow(observer) -> None:
-    _after(distribute_lib.StrategyBase, "__init__", lambda strategy, *_, **__: _strategy_made(observer, strategy))
-    for variable_class in (resource_variable_ops.BaseResourceVariable, distributed_values.DistributedVariable):
-        _after(variable_class, "__init__", lambda variable, *_, **__: observer.variable_made(variable))
+def _strategies(module, observer) -> None:
+    default = module._DefaultDistributionStrategy  # noqa: SLF001 - TF's own default, not the program's.
+
+    def made(strategy, *_, **__):
+        if not isinstance(strategy, default):
+            observer.strategy_made(strategy, describe(strategy))
+
+    _after(module.StrategyBase, "__init__", made)
+
+
+def _variables(variable_class):
+    return lambda module, observer: _after(
+        getattr(module, variable_class), "__init__", lambda variable, *_, **__: observer.variable_made(variable)
+    )
+
+
+def _launchers(module, observer) -> None:
     # The ordering tokens of MultiWorkerMirroredStrategy's collective launchers are TensorFlow's, not state.
     _after(
-        cross_device_utils.CollectiveReplicaLauncher,
+        module.CollectiveReplicaLauncher,
         "__init__",
         lambda launcher, *_, **__: observer.not_state(getattr(launcher, "_ordering_token", None)),
     )
-    _around_checkpoint_write(observer)
-    _observe_optimizers(tf.compat.v1.train.Optimizer, observer)
+
+
+# What is wrapped in TensorFlow, each as soon as its own module has run, inside `import tensorflow`.
+# Not once `tensorflow` itself has (its __init__ run by trainer/observer/imports.py's loader): measured,
+# that alone cost each process about a third of a CPU-second, these hooks nothing measurable
+# (docs/observer-benchmark.md).
+TENSORFLOW = {
+    "tensorflow.python.distribute.distribute_lib": _strategies,
+    "tensorflow.python.ops.resource_variable_ops": _variables("BaseResourceVariable"),
+    "tensorflow.python.distribute.values": _variables("DistributedVariable"),
+    "tensorflow.python.distribute.cross_device_utils": _launchers,
+    "tensorflow.python.checkpoint.checkpoint": lambda module, observer: _around_checkpoint_write(module, observer),
+    "tensorflow.python.training.optimizer": lambda module, observer: _observe_optimizers(module.Optimizer, observer),
+}  # fmt: skip
 
 
 def observe_keras(keras, observer) -> None:
@@ -89,14 +108,10 @@ def _with(callbacks, ours):
     return [*callbacks, ours]
 
 
-def _strategy_made(observer, strategy) -> None:
-    if isinstance(strategy, distribute_lib._DefaultDistributionStrategy):  # noqa: SLF001 - TF's own default.
-        return
-    observer.strategy_made(strategy, describe(strategy))
-
-
 def describe(strategy) -> dict:
     """The strategy as the program made it: its public name, replicas and the cluster it resolved."""
+    import tensorflow as tf  # Whole by now: the program has made a strategy.
+
     public = next(
         (name for name in dir(tf.distribute) if getattr(tf.distribute, name) is type(strategy)), type(strategy).__name__
     )
@@ -111,8 +126,8 @@ def describe(strategy) -> dict:
     return described
 
 
-def _around_checkpoint_write(observer) -> None:
-    original = checkpoint_module.Checkpoint._write  # noqa: SLF001 - what save, write and the manager call.
+def _around_checkpoint_write(module, observer) -> None:
+    original = module.Checkpoint._write  # noqa: SLF001 - what save, write and the manager call.
     if getattr(original, MARK, False):
         return
 
@@ -125,7 +140,7 @@ def _around_checkpoint_write(observer) -> None:
         return path
 
     setattr(_write, MARK, True)
-    checkpoint_module.Checkpoint._write = _write  # noqa: SLF001
+    module.Checkpoint._write = _write  # noqa: SLF001
 
 
 def _observe_optimizers(optimizer_class, observer) -> None:

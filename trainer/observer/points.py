@@ -50,10 +50,10 @@ class Observer:
         )
 
     @guarded
-    def tensorflow_imported(self, tensorflow) -> None:
-        from . import patches  # Only now: it imports TensorFlow's internals.
+    def tensorflow_module_imported(self, module) -> None:
+        from . import patches
 
-        patches.observe_tensorflow(self)
+        patches.TENSORFLOW[module.__name__](module, self)
 
     @guarded
     def keras_imported(self, keras) -> None:
