@@ -60,12 +60,15 @@ PROGRAMS = {
     ),
 }
 # Both sides start the program through this, so that the one difference is the observer, installed
-# as the image's .pth file installs it (docker/Dockerfile), its records in a file per worker.
+# as the image's .pth file installs it (docker/Dockerfile), its records in a file per worker. Each
+# worker is held to a core of its own, on both sides: two workers free to share the cores made the
+# CPU-seconds of one program vary by a second from run to run, more than the observer's cost.
 LAUNCH = """
 import json, os, runpy, sys
 records, program = sys.argv[1:]
+index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
+os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[index % len(os.sched_getaffinity(0))]})
 if records:
-    index = json.loads(os.environ["TF_CONFIG"])["task"]["index"]
     path = os.path.join(records, f"worker-{index}.jsonl")
     open(path, "a").close()
     from trainer.observer import install

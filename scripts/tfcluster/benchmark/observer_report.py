@@ -76,7 +76,8 @@ def table(result: dict) -> str:
         f"{result['when']}; every figure is in [observer-benchmark.json](observer-benchmark.json).",
         "",
         "Each program ran as two bare processes (TF_CONFIG on 127.0.0.1 ports, .venv-bench's TensorFlow), started",
-        "through the same few lines either way, with the observer installed as the image installs it or not. Its",
+        "through the same few lines either way, each on a core of its own, with the observer installed as the",
+        "image installs it or not. Its",
         "wall time is until both processes have exited, its CPU-seconds both processes' (user and system). The",
         "two sides of a pair ran back to back, the first side alternating. `load` is the machine's 1-minute",
         f"load average before the pair: from {min(loads):.2f} to {max(loads):.2f} on {result['cores']} cores"
