@@ -15,8 +15,12 @@ JSON lines the verifier reads (trainer/observer/journal.py, trainer/verifier/obs
 - each strategy the program makes: its class, `num_replicas_in_sync`, the cluster it resolved;
 - at each epoch's end of a Keras `Model.fit` (tf-keras and Keras 3), at each checkpoint written
   (`tf.train.Checkpoint`, so `CheckpointManager` and `BackupAndRestore` too) and when the program
-  ends: a fingerprint of the model's state (trainer/observer/fingerprint.py), the optimizer's step,
-  the epoch's logs, and this host's network counters.
+  ends: a fingerprint of the model's state (trainer/observer/fingerprint.py), the optimizer's step
+  and the epoch's logs;
+- how each optimizer's gradients were reduced (trainer/observer/updates.py).
+
+What crossed the network is counted by the launcher, on TensorFlow's own connections
+(trainer/launcher/traffic.py).
 
 It never changes what the program computes: it reads each variable's local value (no collective,
 so a diverged or dying peer cannot hang it), and any error of its own is recorded, not raised.

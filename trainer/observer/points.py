@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 
-from . import network, training
+from . import training
 from .training import variables_of
 
 PRUNE_AT = 4096  # References to variables kept before the dead ones are dropped.
@@ -45,9 +45,6 @@ class Observer:
         self._checkpoints = 0
         self._inside = threading.local()  # A checkpoint written by another (async) one is recorded once.
         self._ended = False
-        self._loopback = (
-            False  # A cluster on this host's loopback has no traffic to measure (trainer/observer/network.py).
-        )
 
     @guarded
     def tensorflow_module_imported(self, module) -> None:
@@ -67,8 +64,7 @@ class Observer:
         if self._strategies == 1:
             # Registered after TensorFlow's own exit handlers, so it runs before them (atexit is LIFO).
             atexit.register(self.program_ended)
-        self._loopback = network.on_loopback((described.get("cluster") or {}).get("worker", ()))
-        self.journal.write("strategy", **described, net=self._counters())
+        self.journal.write("strategy", **described)
 
     def variable_made(self, variable) -> None:
         self._variables.append(weakref.ref(variable))
@@ -142,9 +138,6 @@ class Observer:
             reduced_bytes=self._training.reduced_bytes(steps),
         )
 
-    def _counters(self) -> dict | None:
-        return None if self._loopback else network.counters()
-
     def writing_checkpoint(self):
         """A context: true inside, for the outermost checkpoint write only."""
         return _Outermost(self._inside)
@@ -157,9 +150,7 @@ class Observer:
         if step is None and optimizer is not None:
             step = fingerprint.step(optimizer)
         seconds = round(time.perf_counter() - started, 6)
-        self.journal.write(
-            "state", point=point, index=index, step=step, **state, **fields, net=self._counters(), seconds=seconds
-        )
+        self.journal.write("state", point=point, index=index, step=step, **state, **fields, seconds=seconds)
 
 
 class _Outermost:

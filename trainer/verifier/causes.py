@@ -19,7 +19,7 @@ from typing import Protocol
 
 from trainer.contract.exitcodes import ExitCode
 from trainer.verifier.reasons import is_exception, lost_peers
-from trainer.verifier.worker_log import WorkerLog, of
+from trainer.verifier.worker_log import WorkerLog
 
 
 class Cause(enum.IntEnum):
@@ -39,22 +39,19 @@ PEER_CODES = frozenset({ExitCode.PEER_LOST, ExitCode.PEER_NEVER_JOINED})
 _HARNESS_CODES = frozenset(code.value for code in ExitCode)
 
 
-def of_exit(exit_code: int, log: WorkerLog | str, *, raised_own: bool) -> Cause:
-    """The cause of a failed exit. `raised_own`: the problem says the program's own error (`own_error`).
-    `log`: the worker's log's record, or its text."""
+def of_exit(exit_code: int, log: WorkerLog, *, raised_own: bool) -> Cause:
+    """The cause of a failed exit. `raised_own`: the problem says the program's own error (`own_error`)."""
     if raised_own:
         return Cause.OWN_AND_PEER if exit_code == ExitCode.PEER_LOST else Cause.OWN
-    if exit_code in PEER_CODES or (exit_code not in _HARNESS_CODES and of(log).caused_by_peer):
+    if exit_code in PEER_CODES or (exit_code not in _HARNESS_CODES and log.caused_by_peer):
         return Cause.PEER
     return Cause.OWN
 
 
-def of_saved_log(log: WorkerLog | str) -> Cause:
-    """For a saved log with no exit code: a peer's doing when its last `failed` event says so, and it raised nothing.
-    `log`: its record, or its text."""
-    worker = of(log)
-    failed = [event.get("exit_code") for event in worker.failed]
-    return Cause.PEER if failed and failed[-1] in PEER_CODES and worker.own_error is None else Cause.OWN
+def of_saved_log(log: WorkerLog) -> Cause:
+    """For a saved log with no exit code: a peer's doing when its last `failed` event says so, and it raised nothing."""
+    failed = [event.get("exit_code") for event in log.failed]
+    return Cause.PEER if failed and failed[-1] in PEER_CODES and log.own_error is None else Cause.OWN
 
 
 def also_lost(reason: str | None) -> str:

@@ -3,14 +3,16 @@
 The observer (trainer/observer/) writes `{"event": "observed", "kind": KIND, "session": S, ...}`
 lines, which the launcher copies into the worker's log when the program ends:
 - `strategy`: `class`, `replicas`, `cluster` (`{"worker": [ADDRESS, ...]}`), `task` (`type`,
-  `index`), `net` (this host's counters, `sent` and `received` bytes);
+  `index`), and in logs older than the launcher's count of TensorFlow's connections, `net` (that
+  host's interface counters, `sent` and `received` bytes, read by trainer/verifier/traffic.py only
+  when a log has no such count);
 - `state`: `point` (`epoch`, `checkpoint` or `end`), `index` (the epoch's number, the checkpoint's,
   1 for the end), `step` (the optimizer's), `variables` (`[name, kind, dtype, shape, hash]` each),
   `bytes`, `trainable_bytes`, `unreadable` (variables that could not be read), `trained` (the names,
   among `variables`, of those an optimizer updated or holds: absent in records older than that),
   `trained_unreadable`, `steps_run` and `reduced_bytes` (the end's: the steps this process took,
   and each optimizer's steps times its dense gradients' bytes, summed), `logs` (an epoch's),
-  `net`, `seconds` (what the fingerprint took);
+  `net` (older logs'), `seconds` (what the fingerprint took);
 - `update`: how one optimizer's gradients were reduced, once per kind (trainer/observer/updates.py):
   `optimizer` (its class), `context`, `replicas`, `reduced` (`optimizer`, `program`, `no` or
   `unknown`), `skipped`;

@@ -95,8 +95,3 @@ def read(log: str) -> WorkerLog:
         unhealthy_peer=unhealthy,
         waiting_at=waiting_in(lines),
     )
-
-
-def of(log: WorkerLog | str) -> WorkerLog:
-    """`log` as a record: itself, or its text read (`read`)."""
-    return log if isinstance(log, WorkerLog) else read(log)

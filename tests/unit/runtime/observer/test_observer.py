@@ -1,4 +1,4 @@
-"""The observer's standard-library parts, without TensorFlow: its import hook, its journal, its counters.
+"""The observer's standard-library parts, without TensorFlow: its import hook and its journal.
 
 What it records of TensorFlow itself is tested where TensorFlow is, in the image
 (tests/container/test_synchronization.py): real programs, real bugs.
@@ -12,7 +12,7 @@ import textwrap
 
 from tests.conftest import ROOT
 from trainer.contract import observing
-from trainer.observer import VARIABLE, imports, install, journal, network
+from trainer.observer import VARIABLE, imports, install, journal
 from trainer.verifier.observed import sessions
 
 
@@ -126,19 +126,3 @@ def test_a_forked_child_records_a_session_of_its_own(tmp_path):
         os._exit(0)
     os.waitpid(child, 0)
     assert len({json.loads(line)["session"] for line in path.read_text().splitlines()}) == 2
-
-
-def test_the_counters_add_every_interface_but_the_loopback(tmp_path):
-    for name, sent, received in (("lo", 900, 900), ("eth0", 10, 20), ("eth1", 1, 2)):
-        statistics = tmp_path / name / "statistics"
-        statistics.mkdir(parents=True)
-        (statistics / "tx_bytes").write_text(f"{sent}\n")
-        (statistics / "rx_bytes").write_text(f"{received}\n")
-    assert network.counters(tmp_path) == {"sent": 11, "received": 22}
-    assert network.counters(tmp_path / "missing") is None
-
-
-def test_a_cluster_on_the_loopback_is_told_apart():
-    assert network.on_loopback(["127.0.0.1:1", "localhost:2"])
-    assert not network.on_loopback(["127.0.0.1:1", "worker-1:2"])
-    assert not network.on_loopback([])

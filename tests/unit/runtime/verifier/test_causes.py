@@ -3,6 +3,7 @@
 import dataclasses
 
 from trainer.verifier.causes import Cause, also_lost, in_order, of_exit, of_saved_log, same_error
+from trainer.verifier.worker_log import read
 
 NAMES = ["worker-0", "worker-1", "worker-10"]
 
@@ -64,20 +65,20 @@ def test_an_error_several_raised_is_said_once_where_the_first_of_them_would_be()
 
 def test_the_cause_of_an_exit_is_read_from_its_code_first():
     peer_error = "Traceback (most recent call last):\nUnavailableError: Collective ops is aborted by: x\n"
-    assert of_exit(5, "", raised_own=False) == of_exit(4, "", raised_own=False) == Cause.PEER
-    assert of_exit(5, "", raised_own=True) == Cause.OWN_AND_PEER
-    assert of_exit(1, "", raised_own=True) == Cause.OWN
+    assert of_exit(5, read(""), raised_own=False) == of_exit(4, read(""), raised_own=False) == Cause.PEER
+    assert of_exit(5, read(""), raised_own=True) == Cause.OWN_AND_PEER
+    assert of_exit(1, read(""), raised_own=True) == Cause.OWN
     # A program's own exit code with TensorFlow's error for a lost peer: the peer's doing.
-    assert of_exit(1, peer_error, raised_own=False) == Cause.PEER
+    assert of_exit(1, read(peer_error), raised_own=False) == Cause.PEER
     # One of the harness's own codes says what happened, whatever the program raised as it went.
-    assert of_exit(9, peer_error, raised_own=False) == Cause.OWN
+    assert of_exit(9, read(peer_error), raised_own=False) == Cause.OWN
 
 
 def test_a_saved_logs_cause_is_its_last_failed_event():
     lost = '{"event": "failed", "exit_code": 5, "reason": "launcher | worker-0:12345: stopped: lost peer(s) x"}\n'
-    assert of_saved_log(lost) == Cause.PEER
-    assert of_saved_log(lost + '{"event": "failed", "exit_code": 9, "reason": "out of memory"}\n') == Cause.OWN
-    assert of_saved_log("train | epoch: 1\n") == Cause.OWN
+    assert of_saved_log(read(lost)) == Cause.PEER
+    assert of_saved_log(read(lost + '{"event": "failed", "exit_code": 9, "reason": "out of memory"}\n')) == Cause.OWN
+    assert of_saved_log(read("train | epoch: 1\n")) == Cause.OWN
 
 
 def test_the_lost_clause_names_the_lost_peers_or_says_a_peer_was_lost():
