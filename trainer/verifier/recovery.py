@@ -8,6 +8,7 @@ import dataclasses
 
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import WorkerRecord
+from trainer.verifier.events import events
 from trainer.verifier.reasons import status_reason
 from trainer.verifier.worker_log import read
 
@@ -38,14 +39,19 @@ class Recovery:
 
 
 def starting_steps(log: str) -> list[int]:
-    """The step each run of a worker's trainer started from, in order (0: from scratch): the record's
-    `starting_steps` (trainer/verifier/worker_log.py)."""
-    return read(log).starting_steps
+    """The step each run of a worker's trainer started from, in order (0: from scratch).
+
+    Each run of this project's trainer prints `{"event": "start", "step": N}` where it starts
+    (trainer/training/resume.py); a program that prints none has no steps to report. Only those
+    events are read: the verdict reads the whole log once, on its own.
+    """
+    steps = (event.get("step") for event in events(log, "start"))
+    return [step for step in steps if isinstance(step, int) and not isinstance(step, bool)]
 
 
 def from_keeper(record: WorkerRecord, chief_log: str) -> Recovery:
     """The keeper's record, with the chief's log to say where each restarted run began."""
-    starts = read(chief_log).starting_steps
+    starts = starting_steps(chief_log)
     reported = record.details.get("restarts", [])
     restarts = tuple(
         Restart(reason=entry.get("reason", "?"), resumed_from_step=starts[number] if number < len(starts) else None)

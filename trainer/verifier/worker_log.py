@@ -49,16 +49,6 @@ class WorkerLog:
         """The `failed` events: the launcher's, where it ended the run, and the trainer's own."""
         return self.events.get("failed", ())
 
-    @property
-    def starting_steps(self) -> list[int]:
-        """The step each run of its trainer started from, in order (0: from scratch).
-
-        Each run of this project's trainer prints `{"event": "start", "step": N}` where it starts
-        (trainer/training/resume.py); a program that prints none has no steps to report.
-        """
-        steps = (event.get("step") for event in self.events.get("start", ()))
-        return [step for step in steps if isinstance(step, int) and not isinstance(step, bool)]
-
     def failure_reason(self, *, exit_code: int | None, reason: str | None) -> str:
         """Why it exited with `exit_code`, in one line (trainer/verifier/reasons.py, `failure_reason`).
 
