@@ -73,3 +73,15 @@ def connections(sent: int, received: int | None = None) -> dict:
     """The launcher's count of the bytes on its TensorFlow connections (trainer/launcher/traffic.py)."""
     received = sent if received is None else received
     return {"event": "connections", "ports": [12345], "sent": sent, "received": received, "connections": 2, "polls": 9}
+
+
+def data(index: int, keys, *, use="training", distinct="all", examples=None, batches=(), unit="example", session=""):
+    """What worker `index`'s distributed dataset delivered (trainer/observer/data.py): `keys` as integers;
+    `distinct` None as the observer writes it past what it counts."""
+    keys = sorted(keys)
+    return {
+        "event": "observed", "kind": "data", "session": session or f"session{index}", "time": 1.8, "use": use,
+        "deliveries": max(1, len(batches)), "examples": len(keys) if examples is None else examples, "unit": unit,
+        "distinct": len(keys) if distinct == "all" else distinct, "keys": [format(key, "016x") for key in keys],
+        "batches": list(batches),
+    }  # fmt: skip

@@ -49,6 +49,20 @@ def _launchers(module, observer) -> None:
     )
 
 
+def _deliveries(module, observer) -> None:
+    """What a distributed dataset's iterator hands the replicas, each element, however distributed
+    (trainer/observer/data.py): called as TensorFlow's module calls it, by its global name."""
+    original = module._create_per_replica  # noqa: SLF001
+
+    @functools.wraps(original)
+    def _create_per_replica(value_list, strategy):
+        result = original(value_list, strategy)
+        observer.delivered(value_list)
+        return result
+
+    module._create_per_replica = _create_per_replica  # noqa: SLF001
+
+
 # What is wrapped in TensorFlow, each as soon as its own module has run, inside `import tensorflow`.
 # Not once `tensorflow` itself has (its __init__ run by trainer/observer/imports.py's loader): measured,
 # that alone cost each process about a third of a CPU-second, these hooks nothing measurable
@@ -60,6 +74,7 @@ TENSORFLOW = {
     "tensorflow.python.distribute.cross_device_utils": _launchers,
     "tensorflow.python.checkpoint.checkpoint": lambda module, observer: _around_checkpoint_write(module, observer),
     "tensorflow.python.training.optimizer": lambda module, observer: _observe_optimizers(module.Optimizer, observer),
+    "tensorflow.python.distribute.input_lib": _deliveries,
 }  # fmt: skip
 
 

@@ -10,7 +10,7 @@ import threading
 import time
 import weakref
 
-from . import training
+from . import data, training
 from .training import variables_of
 
 PRUNE_AT = 4096  # References to variables kept before the dead ones are dropped.
@@ -38,6 +38,7 @@ class Observer:
         self.failed: set[str] = set()
         self._variables: list[weakref.ref] = []  # Every variable the program made, in order.
         self._training = training.Training()  # What the optimizers trained, held alive.
+        self._data = data.Deliveries()  # What the distributed datasets delivered, example by example.
         self._updates: set[tuple] = set()  # How each optimizer's gradients were reduced, each kind once.
         self._updating = threading.local()  # An update inside another (a base class's, an inner optimizer's).
         self._prune_at = PRUNE_AT
@@ -90,9 +91,17 @@ class Observer:
             return  # Constant gradients (zeros, to build the slots): no training step.
         key = (id(optimizer), *sorted(found.items()))
         self._training.applied(optimizer, found["gradient_bytes"])
+        if not _eagerly():
+            import tensorflow as tf
+
+            self._data.trained_in(tf.compat.v1.get_default_graph())
         if key not in self._updates:
             self._updates.add(key)
             self.journal.write("update", optimizer=type(optimizer).__name__, **found)
+
+    @guarded
+    def delivered(self, values) -> None:
+        self._data.delivered(values)
 
     def updating(self):
         """A context: true inside, for the outermost optimizer update only."""
@@ -124,6 +133,7 @@ class Observer:
         if self._ended:
             return
         self._ended = True
+        self.data_ended()  # Its own guard: the state below is recorded whatever happens to it.
         alive = [variable for variable in (ref() for ref in self._variables) if variable is not None]
         alive += self._training.variables()
         optimizer = None  # The end has no optimizer of its own: its step is the largest `iterations`.
@@ -137,6 +147,11 @@ class Observer:
             steps_run=max(steps.values(), default=None),
             reduced_bytes=self._training.reduced_bytes(steps),
         )
+
+    @guarded
+    def data_ended(self) -> None:
+        for record in self._data.records(trained=bool(self._training.variables())):
+            self.journal.write("data", **record)
 
     def writing_checkpoint(self):
         """A context: true inside, for the outermost checkpoint write only."""

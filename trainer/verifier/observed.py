@@ -16,6 +16,11 @@ lines, which the launcher copies into the worker's log when the program ends:
 - `update`: how one optimizer's gradients were reduced, once per kind (trainer/observer/updates.py):
   `optimizer` (its class), `context`, `replicas`, `reduced` (`optimizer`, `program`, `no` or
   `unknown`), `skipped`;
+- `data`: what the program's distributed datasets delivered, one record per `use` (`training`, or
+  `other`: delivered where no gradients were applied), written at its end (trainer/observer/data.py):
+  `deliveries`, `examples`, `unit` (`example`, or `element` when elements were keyed whole),
+  `distinct` (exact, or null past what is counted), `keys` (the smallest distinct keys, hex, all
+  of them when `distinct` is at most their number), `batches` (the first batches' keys, in order);
 - `error`: `where` and `error`, an error of the observer's own.
 
 A session is one process's records. A log may hold several: a program's subprocesses that import
@@ -91,6 +96,7 @@ class Session:
     states: tuple[State, ...]
     errors: tuple[str, ...]
     updates: tuple[dict, ...] = ()  # How its optimizers' gradients were reduced; none in older records.
+    data: tuple[dict, ...] = ()  # What its distributed datasets delivered, one record per use; none in older records.
 
 
 def sessions(log: str) -> list[Session]:
@@ -116,6 +122,7 @@ def _session(records: list[dict]) -> Session:
         states=tuple(state for state in states if state is not None),
         errors=tuple(f"{r.get('where')}: {r.get('error')}" for r in records if r.get("kind") == "error"),
         updates=tuple(record for record in records if record.get("kind") == "update"),
+        data=tuple(record for record in records if record.get("kind") == "data"),
     )
 
 

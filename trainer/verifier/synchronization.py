@@ -8,12 +8,14 @@ epochs matched by number, checkpoints by step and content, the end as itself. ON
 reported for its failure; its partial state is compared with nobody's.
 Identical weights alone do not prove synchronization: the state must hold what was trained, and
 the gradients must have been all-reduced (trainer/verifier/evidence.py) and have crossed the
-network (trainer/verifier/traffic.py).
+network (trainer/verifier/traffic.py). Nor do they prove the workers trained on examples of their
+own (trainer/verifier/data.py).
 """
 
 import dataclasses
 
 from trainer.contract import cluster as cluster_config
+from trainer.verifier.data import judge_data
 from trainer.verifier.evidence import evidence_problem, gradients_line, gradients_problem, trained_part
 from trainer.verifier.observed import Session, State
 from trainer.verifier.text import count, names, size, variable_bytes
@@ -51,10 +53,12 @@ def judge_synchronization(
     lines, proof = ((), None)
     if everyone_well and not differences:
         traffic = judge_traffic(observed, counted or {}, expected_workers)
+        data = judge_data(observed, expected_workers)
         differences += _missing_points(observed) + _unproven(observed, expected_workers) + list(traffic.problems)
+        differences += data.problems
         if not differences:
             lines, proof = _proven(observed, expected_workers)
-            lines += tuple(filter(None, [gradients_line(observed), traffic.line]))
+            lines += tuple(filter(None, [gradients_line(observed), traffic.line, data.line]))
     return Synchronization(
         worker_problems=worker_problems,
         differences=tuple(differences),
