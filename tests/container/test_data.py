@@ -68,3 +68,29 @@ def test_an_input_fed_by_hand_is_not_observed_and_claims_nothing(scripts_run):
         "(a generator or tensors fed to the step by hand): nothing is claimed about what each worker read"
     )
     assert verdict.startswith("verdict: PASS")
+
+
+LEGACY_KERAS = ["--env", "TF_USE_LEGACY_KERAS=1"]
+
+
+def test_keras_fit_under_the_default_policy_passes_and_with_sharding_off_fails(scripts_run):
+    result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS)
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    assert data_lines(result.stdout)[0] == (
+        "data: each worker read its own examples: 128 distinct each, none shared, 256 in all"
+    )
+    result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS, "--env", "POLICY=OFF")
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    assert data_lines(result.stdout)[1:] == [
+        "  - worker-0 and worker-1 read the same 128 examples (100%), in identical batches at 16 of 16 steps: "
+        "the input is not sharded (dataset_fn without .shard, or AutoShardPolicy.OFF)",
+    ]
+
+
+def test_keras_fit_on_tfrecord_files_sharded_by_file_passes(scripts_run):
+    records = ["--data", "tests/fixtures/data/records", "--env", "RECORDS=1"]
+    result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS, *records, "--env", "POLICY=FILE")
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    assert data_lines(result.stdout)[0] == (
+        "data: each worker read its own examples: 128 distinct each, none shared, 256 in all"
+    )
