@@ -126,7 +126,7 @@ def test_the_github_action_runs_in_the_job_container_on_an_example(in_job, comma
         shutil.rmtree(scratch)
     assert result.returncode == status, result.stdout[-3000:] + result.stderr[-2000:]
     assert said == f"status={status}\n"
-    assert (report.get("tests"), report.get("failures")) == ("4", str(failed))  # Workers, states, metrics.
+    assert (report.get("tests"), report.get("failures")) == ("5", str(failed))  # Workers, states, data, metrics.
 
 
 def test_a_checkout_mounted_at_another_path_is_refused_before_anything_starts(in_job):

@@ -41,13 +41,20 @@ def found_in(lines: Iterable[str]) -> dict | None:
 
 
 def junit(record: dict) -> str:
-    """One test case per worker, one for the workers' model states and one for their metrics."""
+    """One test case per worker, one for the workers' model states, one for what each one's input
+    delivered (skipped when it was not observed, or the record is older) and one for their metrics."""
     workers = record.get("workers", [])
     synchronization = record.get("synchronization", {})
     state_differences = synchronization.get("differences", [])
+    data = record.get("data") or {}
     differences = record.get("differences", [])
-    failures = sum(1 for worker in workers if worker.get("problem")) + bool(state_differences) + bool(differences)
-    suite = ElementTree.Element("testsuite", name=SUITE, tests=str(len(workers) + 2), failures=str(failures))
+    failures = (
+        sum(1 for worker in workers if worker.get("problem"))
+        + bool(state_differences)
+        + bool(data.get("problems"))
+        + bool(differences)
+    )
+    suite = ElementTree.Element("testsuite", name=SUITE, tests=str(len(workers) + 3), failures=str(failures))
     for worker in workers:
         case = ElementTree.SubElement(suite, "testcase", classname="tfcluster.worker", name=worker["name"])
         if worker.get("problem"):
@@ -58,6 +65,13 @@ def junit(record: dict) -> str:
         ElementTree.SubElement(states, "failure", message=state_differences[0]).text = text
     elif synchronization.get("proven"):
         ElementTree.SubElement(states, "system-out").text = "\n".join(synchronization["proven"])
+    own = ElementTree.SubElement(suite, "testcase", classname="tfcluster.cluster", name="each worker's data its own")
+    if data.get("problems"):
+        ElementTree.SubElement(own, "failure", message=data["problems"][0]).text = "\n".join(data["problems"])
+    elif data.get("observed"):
+        ElementTree.SubElement(own, "system-out").text = data.get("proven") or ""
+    else:
+        ElementTree.SubElement(own, "skipped", message=data.get("proven") or "data: not judged")
     agreement = ElementTree.SubElement(suite, "testcase", classname="tfcluster.cluster", name="metrics agree")
     if differences:
         ElementTree.SubElement(agreement, "failure", message=differences[0]).text = "\n".join(differences)

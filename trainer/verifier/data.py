@@ -30,7 +30,18 @@ _SPACE = float(1 << 64)
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class Data:
     problems: tuple[str, ...] = ()
-    line: str | None = None  # For a passing run's proof.
+    line: str | None = None  # For a passing run's proof, or `not observed`.
+    observed: bool | None = None  # Whether a training step's input was seen; None: not judged (older records).
+    workers: dict[str, dict] = dataclasses.field(default_factory=dict)  # Each one's `examples`, `distinct`, `exact`.
+
+    def as_data(self) -> dict:
+        """For the verdict's record (trainer/verifier/render.py)."""
+        return {
+            "proven": self.line,
+            "problems": list(self.problems),
+            "observed": self.observed,
+            "workers": self.workers,
+        }
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,17 +80,21 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int) -> Dat
     if not seen:
         return Data(
             line="data: not observed: no training step took its examples from a dataset the strategy distributed "
-            "(a generator or tensors fed to the step by hand): nothing is claimed about what each worker read"
+            "(a generator or tensors fed to the step by hand): nothing is claimed about what each worker read",
+            observed=False,
         )
+    figures = {
+        name: {"examples": examples.examples, "distinct": round(examples.estimated()), "exact": examples.complete}
+        for name, examples in read.items()
+    }
     unit = "elements" if any(examples.unit == "element" for examples in seen.values()) else "examples"
     missing = [name for name in read if name not in seen]
     if missing:
-        return Data(
-            problems=(
-                f"{names(missing)} read no {unit} for training from the strategy's distributed dataset, "
-                f"while {names(list(seen))} did",
-            )
+        problem = (
+            f"{names(missing)} read no {unit} for training from the strategy's distributed dataset, "
+            f"while {names(list(seen))} did"
         )
+        return Data(problems=(problem,), observed=True, workers=figures)
     overlaps = [
         overlap
         for (first, a), (second, b) in itertools.combinations(seen.items(), 2)
@@ -87,8 +102,8 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int) -> Dat
     ]
     failed = tuple(overlap.line for overlap in overlaps if overlap.share > TOLERATED)
     if failed:
-        return Data(problems=failed)
-    return Data(line=_proof(seen, overlaps, unit))
+        return Data(problems=failed, observed=True, workers=figures)
+    return Data(line=_proof(seen, overlaps, unit), observed=True, workers=figures)
 
 
 @dataclasses.dataclass(frozen=True)

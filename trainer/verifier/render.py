@@ -65,6 +65,7 @@ def record(verdict: Verdict) -> dict:
             "differences": list(verdict.synchronization.differences),
             "proven": list(verdict.synchronization.lines),
         },
+        "data": verdict.synchronization.data.as_data(),
         "problems": list(verdict.problems),
         "metrics": verdict.metrics,
         "network": list(verdict.network),
@@ -83,5 +84,5 @@ def as_json(verdict: Verdict) -> str:
 
 
 def junit(verdict: Verdict) -> str:
-    """One test case per worker, one for the workers' model states and one for their metrics."""
+    """One test case per worker, one for the workers' model states, one for their data, one for their metrics."""
     return contract_verdict.junit(record(verdict))

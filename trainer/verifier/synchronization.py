@@ -15,7 +15,7 @@ own (trainer/verifier/data.py).
 import dataclasses
 
 from trainer.contract import cluster as cluster_config
-from trainer.verifier.data import judge_data
+from trainer.verifier.data import Data, judge_data
 from trainer.verifier.evidence import evidence_problem, gradients_line, gradients_problem, trained_part
 from trainer.verifier.observed import Session, State
 from trainer.verifier.text import count, names, size, variable_bytes
@@ -30,6 +30,9 @@ class Synchronization:
     proof: str | None = None  # The same in a few words, for the PASS line.
     replicas: dict[str, int] = dataclasses.field(default_factory=dict)  # As each worker's strategy had them.
     fit_metrics: dict[str, dict] = dataclasses.field(default_factory=dict)  # From `Model.fit`'s epoch logs.
+    # What each worker's input delivered (trainer/verifier/data.py): its problems are the verdict's, apart
+    # from the model states' `differences`, which they do not make less proven.
+    data: Data = dataclasses.field(default_factory=Data)
 
 
 def judge_synchronization(
@@ -50,12 +53,11 @@ def judge_synchronization(
     # A worker that failed is reported for its failure: its partial state is no difference of its own.
     differences = list(filter(None, [_first_difference({n: s for n, s in observed.items() if n in judged})]))
     everyone_well = len(judged) == expected_workers == len(observed) and not worker_problems
-    lines, proof = ((), None)
+    lines, proof, data = ((), None, Data())
     if everyone_well and not differences:
         traffic = judge_traffic(observed, counted or {}, expected_workers)
         data = judge_data(observed, expected_workers)
         differences += _missing_points(observed) + _unproven(observed, expected_workers) + list(traffic.problems)
-        differences += data.problems
         if not differences:
             lines, proof = _proven(observed, expected_workers)
             lines += tuple(filter(None, [gradients_line(observed), traffic.line, data.line]))
@@ -66,6 +68,7 @@ def judge_synchronization(
         proof=proof,
         replicas={name: int(s[-1].strategy["replicas"]) for name, s in observed.items() if s and s[-1].strategy},
         fit_metrics={name: metrics for name, s in observed.items() if (metrics := _fit_metrics(s))},
+        data=data,
     )
 
 

@@ -84,7 +84,9 @@ class Verdict:
         # The keeper's first: it names the failed workers in the order they failed, and the workers
         # it stopped on giving up show only as killed.
         workers = causes.in_order(self.workers, cluster=max(self.expected_workers, len(self.workers)))
-        return keeper + workers + self.synchronization.differences + self.differences
+        return (
+            keeper + workers + self.synchronization.differences + self.synchronization.data.problems + self.differences
+        )
 
     @property
     def passed(self) -> bool:

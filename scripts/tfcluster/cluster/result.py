@@ -59,6 +59,13 @@ class Run:
         """What the verifier proved of the workers' model states (its table's lines), if it passed."""
         return list(((self.verdict or {}).get("synchronization") or {}).get("proven") or [])
 
+    @property
+    def data(self) -> dict:
+        """What each worker's input delivered, as the verifier judged it: `proven` (its `data:` line),
+        `problems`, `observed` (False: not seen, None: not judged) and each worker's `examples`,
+        `distinct` and `exact`; empty for a verdict without it."""
+        return dict((self.verdict or {}).get("data") or {})
+
     def verdict_lines(self) -> list[str]:
         """The verdict in the verifier's words: what it proved and that it passed, or FAIL with one
         line per problem (its table's lines, less the metrics' figures)."""
@@ -77,6 +84,16 @@ class Run:
             lines = "\n".join(self.verdict_lines())
             what = "the workers did not train in sync" if self.ran else "the cluster never trained"
             raise AssertionError(f"{what}, exit status {self.status}{where}:\n{lines}")
+
+    def assert_data_sharded(self) -> None:
+        """Fails (AssertionError) unless the verifier saw every worker's training input and proved it
+        its own: no example read by two workers. A program that feeds its steps by hand, unseen, fails
+        it; a run whose workers read the same examples fails `assert_synchronized()` too."""
+        __tracebackhide__ = True
+        data = self.data
+        if not data.get("observed") or data.get("problems"):
+            said = data.get("problems") or [data.get("proven") or "the verdict has no data proof"]
+            raise AssertionError("each worker's data was not proven its own:\n" + "\n".join(said))
 
     def as_data(self) -> dict:
         """The run as JSON-able data; `Run(**data)` is the same run."""

@@ -243,9 +243,9 @@ def add_output_options(parser: Parser) -> None:
         "--junit",
         metavar="FILE",
         help="also write the verdict as JUnit XML to FILE, from where you are, whatever the run's end: one "
-        "case per worker, one for their model states and one for their metrics, from the verifier's own "
-        "verdict; a run that ends before a verdict, or fails where the verdict passed, fails a case of its "
-        "own (default: none)",
+        "case per worker, one for their model states, one for their data (skipped when not observed) and one "
+        "for their metrics, from the verifier's own verdict; a run that ends before a verdict, or fails where "
+        "the verdict passed, fails a case of its own (default: none)",
     )
     parser.add_argument(
         "--name",

@@ -51,8 +51,17 @@ def failures(suite: ElementTree.Element) -> dict[str, str]:
 
 def test_a_passing_run_passes_with_a_case_per_worker_and_their_agreement(compose, tmp_path):
     execution, suite = read_back(tmp_path, 0)
-    assert [case.get("name") for case in suite] == ["worker-0", "worker-1", "model states identical", "metrics agree"]
-    assert (suite.get("tests"), suite.get("failures")) == ("4", "0")
+    assert [case.get("name") for case in suite] == [
+        "worker-0",
+        "worker-1",
+        "model states identical",
+        "each worker's data its own",
+        "metrics agree",
+    ]
+    assert (suite.get("tests"), suite.get("failures")) == ("5", "0")
+    # Saved logs older than the observer's keys of the data: that case is skipped, not passed.
+    [own] = [case for case in suite if case.get("name") == "each worker's data its own"]
+    assert own.find("skipped").get("message") == "data: not judged"
     # The same verdict, as data: each worker's status and metrics, and its log.
     assert execution.verdict["passed"] is True
     assert [worker["name"] for worker in execution.verdict["workers"]] == ["worker-0", "worker-1"]
@@ -73,7 +82,7 @@ def test_a_worker_that_exited_non_zero_fails_its_case(compose, tmp_path):
 def test_a_run_that_failed_after_a_passing_verdict_fails_a_case_of_its_own(compose, tmp_path):
     _execution, suite = read_back(tmp_path, 143)
     assert failures(suite) == {"scripts/run": "scripts/run exited 143, though the verifier's verdict passed"}
-    assert (suite.get("tests"), suite.get("failures")) == ("5", "1")
+    assert (suite.get("tests"), suite.get("failures")) == ("6", "1")
 
 
 def test_a_verifier_stopped_before_its_verdict_fails_the_report(compose, tmp_path):

@@ -93,7 +93,7 @@ def test_outputs_for_programs_and_ci_carry_the_same_verdict():
     assert record["passed"] is False
     assert record["problems"] == ["worker-1: exited 5: UnavailableError: worker-0 lost"]
     suite = ElementTree.fromstring(render.junit(verdict))
-    assert suite.get("tests") == "4"  # Two workers, their model states, their metrics.
+    assert suite.get("tests") == "5"  # Two workers, their model states, their data, their metrics.
     assert suite.get("failures") == "1"
     failures = [case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None]
     assert failures == ["worker-1"]

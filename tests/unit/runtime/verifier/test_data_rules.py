@@ -3,8 +3,13 @@ observer keys (the real programs: tests/container/test_data.py)."""
 
 import random
 import re
+from xml.etree import ElementTree
+
+import pytest
+from tfcluster.cluster.result import Run
 
 from tests.observations import TRAINED, connections, data, lines, state, strategy, update
+from trainer.contract import verdict as contract_verdict
 from trainer.verifier import render
 from trainer.verifier.verdict import WorkerReport, judge
 
@@ -99,3 +104,29 @@ def test_sketches_of_large_data_sets_estimate_the_overlap_and_say_so():
         r"\(estimated from a sample of their keys\)",
         line,
     ), line
+
+
+def test_the_verdicts_record_junit_and_run_carry_the_data_proof():
+    same = verdict_of(log(0, data(0, range(1, 257))), log(1, data(1, range(1, 257))))
+    record = render.record(same)
+    assert record["data"]["problems"] == list(same.problems)
+    assert record["data"]["workers"]["worker-1"] == {"examples": 256, "distinct": 256, "exact": True}
+    assert record["synchronization"]["differences"] == []  # The states were identical: only the data failed.
+    suite = ElementTree.fromstring(render.junit(same))
+    failed = {case.get("name") for case in suite.iter("testcase") if case.find("failure") is not None}
+    assert failed == {"each worker's data its own"}
+    with pytest.raises(AssertionError, match="each worker's data was not proven its own:\nworker-0 and worker-1 read"):
+        Run(7, True, record).assert_data_sharded()
+
+    disjoint = render.record(verdict_of(log(0, data(0, range(10))), log(1, data(1, range(10, 20)))))
+    run = Run(0, True, disjoint)
+    run.assert_data_sharded()
+    run.assert_synchronized()
+    assert run.data["proven"] == "data: each worker read its own examples: 10 distinct each, none shared, 20 in all"
+
+    unseen = render.record(verdict_of(log(0, data(0, [], examples=0)), log(1, data(1, [], examples=0))))
+    suite = ElementTree.fromstring(contract_verdict.junit(unseen))
+    [own] = [case for case in suite.iter("testcase") if case.get("name") == "each worker's data its own"]
+    assert own.find("skipped").get("message").startswith("data: not observed")
+    with pytest.raises(AssertionError, match="data: not observed"):
+        Run(0, True, unseen).assert_data_sharded()
