@@ -45,6 +45,16 @@ def test_an_unsharded_input_fails_naming_the_same_examples_and_batches(scripts_r
     ]
 
 
+def test_an_unsharded_input_meant_to_be_replicated_passes_saying_what_was_shared(scripts_run):
+    arguments = ("--project", "tests/fixtures/data", "--command", "python sharding.py", "--env", "SHARD=0")
+    result = scripts_run(*arguments, environment={"TF_DATA_SHARDING": "replicated"}).finish()
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    assert data_lines(result.stdout)[0] == (
+        "data: replicated, as TF_DATA_SHARDING=replicated allows: worker-0 and worker-1 read the same 192 examples "
+        "(100%), in identical batches at 12 of 12 steps"
+    )
+
+
 def test_an_unsharded_input_shuffled_per_worker_fails_with_its_overlap(scripts_run):
     result = run_program(scripts_run, "sharding.py", "--env", "SHARD=0", "--env", "SEED=worker")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr

@@ -268,3 +268,15 @@ class KeeperSettings(Settings):
     restart_limit: int = setting(env="TF_RESTART_LIMIT", kind=int, at_least=0, at_most=100, default=3)
     # Empty: no results directory, so nothing recorded for a verifier.
     results_dir: str = setting(env="TF_RESULTS_DIR", default="")
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class VerifierSettings(Settings):
+    """What the verifier is told of the program's intent (docs/verifier.md, "What each worker read").
+
+    `sharded`: every worker trains on examples of its own, and an overlap fails the run;
+    `replicated`: the program means every worker to read the same examples (the data proof then
+    says what was shared, and fails nothing for it).
+    """
+
+    data_sharding: str = setting(env="TF_DATA_SHARDING", choices=("sharded", "replicated"), default="sharded")

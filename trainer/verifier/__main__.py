@@ -14,7 +14,7 @@ from pathlib import Path
 from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
-from trainer.contract.settings import KeeperSettings, LaunchSettings
+from trainer.contract.settings import KeeperSettings, LaunchSettings, VerifierSettings
 from trainer.verifier import given_exits, render, sources
 from trainer.verifier.recovery import from_keeper
 from trainer.verifier.verdict import WorkerReport, judge
@@ -186,6 +186,7 @@ def main(argv: list[str]) -> int:
         # deadline never will be, and none outlives its run deadline.
         launch = LaunchSettings.from_env(os.environ)
         limit = KeeperSettings.from_env(os.environ).restart_limit
+        intent = VerifierSettings.from_env(os.environ)
     except ValueError as error:
         return config_error("verify", str(error))
     recovery = None
@@ -220,6 +221,7 @@ def main(argv: list[str]) -> int:
         network=shaped,
         cluster=cluster,
         unknown_exits_fail=not arguments.allow_unknown_exits,
+        data_replicated=intent.data_sharding == "replicated",
     )
     if arguments.results and not arguments.json:
         # The live verdict as data, before the table people read last: whoever drove the run reads

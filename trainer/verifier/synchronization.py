@@ -42,9 +42,11 @@ def judge_synchronization(
     judged: set[str],
     cluster: list[str] | None = None,
     counted: dict[str, dict] | None = None,
+    data_replicated: bool = False,
 ) -> Synchronization:
     """`judged`: the workers that ended well, whose own records must be complete; `cluster`: the harness's
-    addresses; `counted`: each worker's launcher's count of its TensorFlow connections' bytes."""
+    addresses; `counted`: each worker's launcher's count of its TensorFlow connections' bytes;
+    `data_replicated`: every worker may read the same examples (trainer/verifier/data.py)."""
     worker_problems = {}
     for name in judged:
         problem = _worker_problem(name, observed.get(name, []), expected_workers, cluster)
@@ -56,7 +58,7 @@ def judge_synchronization(
     lines, proof, data = ((), None, Data())
     if everyone_well and not differences:
         traffic = judge_traffic(observed, counted or {}, expected_workers)
-        data = judge_data(observed, expected_workers)
+        data = judge_data(observed, expected_workers, replicated=data_replicated)
         differences += _missing_points(observed) + _unproven(observed, expected_workers) + list(traffic.problems)
         if not differences:
             lines, proof = _proven(observed, expected_workers)

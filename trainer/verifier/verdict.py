@@ -102,9 +102,11 @@ def judge(
     network: tuple[str, ...] = (),
     cluster: list[str] | None = None,
     unknown_exits_fail: bool = False,
+    data_replicated: bool = False,
 ) -> Verdict:
     """`cluster`: the harness's worker addresses, when known, which every worker's strategy must have
-    resolved. `unknown_exits_fail`: a saved log given no exit code fails (scripts/verify's default)."""
+    resolved. `unknown_exits_fail`: a saved log given no exit code fails (scripts/verify's default).
+    `data_replicated`: the program means every worker to read the same examples (TF_DATA_SHARDING)."""
     workers = [(report, read(report.log)) for report in reports]
     observed = {report.name: list(log.sessions) for report, log in workers if report.state not in ("missing", "lost")}
     statuses = {report.name: _status_and_problem(report, log) for report, log in workers}
@@ -114,6 +116,7 @@ def judge(
         judged={name for name, status in statuses.items() if status.problem is None},
         cluster=cluster,
         counted={report.name: found for report, log in workers if (found := log.connections)},
+        data_replicated=data_replicated,
     )
     outcomes = [
         _judge_worker(report, log, statuses[report.name], expected_workers=expected_workers, sync=synchronization)

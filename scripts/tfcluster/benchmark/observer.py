@@ -5,8 +5,10 @@ against without, each side two bare processes (cases.bare_processes), back to ba
 first side alternates, so that a slow spell of the machine falls on both sides alike. It counts
 everything the observer costs a program: its import hook, its patches (every variable, strategy,
 checkpoint and optimizer wrapped, the step's graph read once per trace), its fingerprints and its
-records. Two programs (PROGRAMS): the tutorial's own, whose fixed costs dominate, and
-examples/custom-loop made longer, with a checkpoint, so a fingerprint, every epoch. The figure is
+records. Three programs (PROGRAMS): the tutorial's own, whose fixed costs dominate,
+examples/custom-loop made longer, with a checkpoint, so a fingerprint, every epoch, and
+examples/keras-fit (tf-keras `fit`), whose input reaches the steps through
+`experimental_distribute_dataset`, each batch keyed by the observer (trainer/observer/data.py). The figure is
 the median of the pairs' ratios, against the target: under 2 % of the run (observer_report.py).
 Both processes' CPU-seconds are kept beside the wall times, as is the machine's load before each pair.
 
@@ -32,6 +34,7 @@ from tfcluster.paths import ROOT
 SIDES = ("without", "with")
 EXAMPLE_RUNS = 2  # scripts/run of each example, at most: the own timer's share varies little.
 LONG_EPOCHS, LONG_STEPS = 20, 150  # About 20 s bare on 2 idle cores, against the tutorial's 5 to 10 s.
+FIT_EPOCHS = 12  # The Keras example's fit: an epoch's end, so a fingerprint, every 8 steps.
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,14 @@ PROGRAMS = {
         "train.py",
         '"event": "final"',
         {"LOOP_EPOCHS": str(LONG_EPOCHS), "LOOP_STEPS_PER_EPOCH": str(LONG_STEPS)},
+    ),
+    "keras-fit": Program(
+        f"examples/keras-fit (tf-keras `fit`, BackupAndRestore), {FIT_EPOCHS} epochs of 8 steps "
+        f"({FIT_EPOCHS + 1} points recorded)",
+        ROOT / "examples" / "keras-fit",
+        "train.py",
+        '"event": "final"',
+        {"TF_USE_LEGACY_KERAS": "1", "FIT_EPOCHS": str(FIT_EPOCHS)},
     ),
 }
 # Both sides start the program through this, so that the one difference is the observer, installed

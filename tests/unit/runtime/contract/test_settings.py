@@ -9,6 +9,7 @@ from trainer.contract.settings import (
     RecoverySettings,
     Settings,
     TrainingSettings,
+    VerifierSettings,
     setting,
 )
 
@@ -128,6 +129,11 @@ def test_the_keeper_and_recovery_settings_have_their_defaults():
         (LaunchSettings, {"TF_STOP_GRACE": "-1"}, "`TF_STOP_GRACE` (-1.0) must be in (0, 3600] seconds"),
         (LaunchSettings, {"TF_STOP_GRACE": "3601"}, "`TF_STOP_GRACE` (3601.0) must be in (0, 3600] seconds"),
         (LaunchSettings, {"TF_STOP_GRACE": "nan"}, "`TF_STOP_GRACE` (nan) must be in (0, 3600] seconds"),
+        (
+            VerifierSettings,
+            {"TF_DATA_SHARDING": "duplicated"},
+            "`TF_DATA_SHARDING` ('duplicated') must be one of sharded, replicated",
+        ),
         (
             RecoverySettings,
             {"TFCLUSTER_FAULT_EXIT_AT_STEP": "-1"},

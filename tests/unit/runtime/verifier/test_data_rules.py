@@ -49,6 +49,18 @@ def test_the_same_examples_fail_naming_the_workers_the_share_and_the_cause():
     )
 
 
+def test_examples_the_program_means_to_replicate_pass_saying_what_was_shared():
+    reports = [
+        WorkerReport(name=f"worker-{i}", state="exited", exit_code=0, log=log(i, data(i, range(1, 65)))) for i in (0, 1)
+    ]
+    verdict = judge(reports, expected_workers=2, data_replicated=True)
+    assert verdict.passed, verdict.problems
+    assert data_line(verdict) == (
+        "data: replicated, as TF_DATA_SHARDING=replicated allows: "
+        "worker-0 and worker-1 read the same 64 examples (100%)"
+    )
+
+
 def test_a_partial_overlap_fails_with_its_share_and_a_tiny_one_is_told_not_failed():
     verdict = verdict_of(log(0, data(0, range(100))), log(1, data(1, range(60, 160))))
     assert verdict.problems == (
