@@ -77,11 +77,36 @@ def connections(sent: int, received: int | None = None) -> dict:
 
 def data(index: int, keys, *, use="training", distinct="all", examples=None, batches=(), unit="example", session=""):
     """What worker `index`'s distributed dataset delivered (trainer/observer/data.py): `keys` as integers;
-    `distinct` None as the observer writes it past what it counts."""
+    `distinct` None as the observer writes it past what it counts. Without the steps that brought
+    them, as the first records with keys were written (`delivered` gives them)."""
     keys = sorted(keys)
     return {
         "event": "observed", "kind": "data", "session": session or f"session{index}", "time": 1.8, "use": use,
         "deliveries": max(1, len(batches)), "examples": len(keys) if examples is None else examples, "unit": unit,
         "distinct": len(keys) if distinct == "all" else distinct, "keys": [format(key, "016x") for key in keys],
         "batches": list(batches),
+    }  # fmt: skip
+
+
+def delivered(index: int, steps: list[list[int]], *, sketch: int | None = None) -> dict:
+    """Worker `index`'s data record as the observer writes it from the keys of each step's batch, in
+    order: every key with the step that first brought it, and each step's size; the `sketch`
+    smallest distinct keys only, when given."""
+    first: dict[int, int] = {}
+    for step, batch in enumerate(steps):
+        for key in batch:
+            first.setdefault(key, step)
+    keys = sorted(first)
+    kept = keys[:sketch] if sketch else keys
+    sizes: list[list[int]] = []
+    for batch in steps:
+        if sizes and sizes[-1][0] == len(batch):
+            sizes[-1][1] += 1
+        else:
+            sizes.append([len(batch), 1])
+    return {
+        "event": "observed", "kind": "data", "session": f"session{index}", "time": 1.8, "use": "training",
+        "deliveries": len(steps), "examples": sum(map(len, steps)), "unit": "example",
+        "distinct": len(keys), "keys": [format(key, "016x") for key in kept], "first": [first[key] for key in kept],
+        "sizes": sizes, "batches": [format(hash(tuple(batch)) & (2**64 - 1), "016x") for batch in steps],
     }  # fmt: skip

@@ -62,7 +62,7 @@ def test_an_unsharded_input_shuffled_per_worker_fails_with_its_overlap(scripts_r
     assert verdict == "verdict: FAIL: 1 problem(s)"
     found = re.fullmatch(
         r"  - worker-0 and worker-1 both read (\d+) of their examples \((\d+)%\): the input is sharded differently "
-        r"on each worker, or not at all \(a shuffle seeded per worker before \.shard, or no \.shard\)",
+        r"on each worker, or not at all \(a shuffle before the shard not seeded alike on every worker, or no \.shard\)",
         problem,
     )
     # Each reads 192 of the same 256 in its own order: about 192 * 192 / 256 = 144 in common.
@@ -92,7 +92,9 @@ def test_keras_fit_under_the_default_policy_passes_and_with_sharding_off_fails(s
     result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS, "--env", "POLICY=OFF")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout)[1:] == [
-        "  - worker-0 and worker-1 read the same 128 examples (100%), in identical batches at 16 of 16 steps: "
+        # Two epochs of 8 steps, both workers reading the whole of the same 128: named over one epoch.
+        "  - worker-0 and worker-1 read the same 128 examples (100%) in one pass over the data (the first 8 of 16 "
+        "steps), in identical batches at 16 of 16 steps: "
         "the input is not sharded (dataset_fn without .shard, or AutoShardPolicy.OFF)",
     ]
 

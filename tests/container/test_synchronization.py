@@ -96,17 +96,38 @@ def test_a_model_built_outside_the_strategys_scope_is_named(scripts_run):
     ]
 
 
-def test_tensorflows_keras_tutorial_passes_with_its_metrics_taken_from_fit(scripts_run):
+def test_tensorflows_keras_tutorial_trains_in_sync_but_fails_on_its_overlapping_shards_until_seeded(scripts_run):
+    # As TensorFlow publishes it: an unseeded shuffle before the DATA shard, so each worker keeps every
+    # other element of its own permutation. The weights agree (the gradients are all-reduced); the data
+    # do not: about half of what each read in its first pass over the data, the other read too.
     result = run_program(scripts_run, "keras_tutorial.py", *LEGACY_KERAS)
-    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert '{"event": "final"' not in result.stdout and "worker=0 " not in result.stdout  # Nothing of ours.
-    final = verdict_lines(result.stdout)[-1]
-    assert re.match(
+    assert "model state differs" not in result.stdout
+    [problem] = problems(result.stdout)
+    found = re.fullmatch(
+        r"worker-0 and worker-1 both read (\d+) of their examples \((\d+)%\) in one pass over the data "
+        r"\(the first 1\d of 30 steps\): the input is sharded differently on each worker, or not at all "
+        r"\(a shuffle before the shard not seeded alike on every worker, or no \.shard\)",
+        problem,
+    )
+    # Two independent halves of the same 2048: each shares about half of its 1024 with the other.
+    assert found and 30 <= int(found[2]) <= 70, problem
+
+    result = run_program(scripts_run, "keras_tutorial.py", *LEGACY_KERAS, "--env", "SHUFFLE_SEED=1")
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    lines = verdict_lines(result.stdout)
+    assert re.fullmatch(
+        r"data: each worker read its own examples: 1024 distinct each, none shared, 2048 in all in one pass over "
+        r"the data \(the first 1\d of 30 steps\); 2048 over the run, read again since",
+        next(line for line in lines if line.startswith("data: ")),
+    ), lines
+    assert re.fullmatch(
         r"verdict: PASS: 2 of 2 workers agree: replicas=2 initial_loss=\d\.\d{4} final_loss=\d\.\d{4} "
         r"final_accuracy=\d\.\d{4}; weights identical at 4 points \(13 of 13 trained variables; "
-        r"up to 18 variables, 21\.1 MB\)$",
-        final,
-    ), final
+        r"up to 18 variables, 21\.1 MB\)",
+        lines[-1],
+    ), lines[-1]
 
 
 def test_workers_that_apply_their_own_gradients_are_caught_by_how_they_applied_them(scripts_run):

@@ -12,8 +12,11 @@ step computes, nor the order of the elements.
 Each example (a row of the batch: the same row of every component) gets a 64-bit key from its
 bytes; an element whose components do not share a batch dimension (a ragged or sparse one, or
 scalars) is keyed whole. The keys are kept exactly up to `SKETCH` distinct ones, and past that
-the `SKETCH` smallest (a bottom-k sketch, whose overlap with another worker's estimates theirs).
-The first `BATCHES` batches' keys are kept in order, to name identical batches at the same step.
+the `SKETCH` smallest (a bottom-k sketch, whose overlap with another worker's estimates theirs),
+each with the delivery (the step) that first brought it, and how many examples each delivery
+held: a pipeline that repeats its data brings every example back to some worker, so the verifier
+compares the workers within one pass over the data, the steps before any could come back. The
+first `BATCHES` batches' keys are kept in order, to name identical batches at the same step.
 
 Where the elements went decides what they count for: those delivered in a traced function that
 also applied gradients (or in a function it calls) are training's, those of a function that
@@ -40,7 +43,9 @@ class Stream:
         self.examples = 0
         self.units: set[str] = set()
         self.batches: list[str] = []
+        self.sizes: list[list[int]] = []  # Examples per delivery, run-length: [examples, deliveries].
         self._kept = None  # The smallest distinct keys, sorted (a NumPy array of uint64).
+        self._first = None  # The delivery that first brought each kept key (0 for the first).
         self._distinct: set[int] | None = set()  # Every distinct key, while there are few enough.
         self._lock = threading.Lock()  # A traced step's op may run on any of TensorFlow's threads.
 
@@ -51,9 +56,14 @@ class Stream:
         if not len(keys):
             return  # A replica with no data left gets an empty batch: nothing was delivered.
         with self._lock:
+            delivery = self.deliveries
             self.deliveries += 1
             self.examples += len(keys)
             self.units.add(unit)
+            if self.sizes and self.sizes[-1][0] == len(keys):
+                self.sizes[-1][1] += 1
+            else:
+                self.sizes.append([len(keys), 1])
             if len(self.batches) < BATCHES:
                 self.batches.append(hashlib.blake2b(keys.tobytes(), digest_size=8).hexdigest())
             distinct = np.unique(keys)
@@ -61,8 +71,15 @@ class Stream:
                 self._distinct.update(distinct.tolist())
                 if len(self._distinct) > EXACT:
                     self._distinct = None
-            kept = distinct if self._kept is None else np.union1d(self._kept, distinct)
-            self._kept = kept[:SKETCH]
+            first = np.full(len(distinct), delivery, dtype=np.int64)
+            if self._kept is not None:
+                distinct = np.concatenate([self._kept, distinct])
+                first = np.concatenate([self._first, first])
+            # Sorted by key, then by delivery: a key's first place holds its earliest delivery.
+            order = np.lexsort((first, distinct))
+            distinct, first = distinct[order], first[order]
+            unique = np.concatenate([[True], distinct[1:] != distinct[:-1]])
+            self._kept, self._first = distinct[unique][:SKETCH], first[unique][:SKETCH]
 
     def record(self) -> dict:
         kept = [] if self._kept is None else self._kept.tolist()
@@ -72,6 +89,8 @@ class Stream:
             "unit": "example" if self.units == {"example"} else "element",
             "distinct": len(self._distinct) if self._distinct is not None else None,
             "keys": [format(key, "016x") for key in kept],
+            "first": [] if self._first is None else self._first.tolist(),
+            "sizes": [list(run) for run in self.sizes],
             "batches": list(self.batches),
         }
 
@@ -142,17 +161,27 @@ def _enclosing(graph) -> list:
 
 
 def _merged(records: list[dict]) -> dict:
+    """The streams' records as one, their deliveries in the order the streams began (a function
+    traced again, for a last smaller batch, delivers after the one before it)."""
     if len(records) == 1:
         return records[0]
-    keys = sorted({key for record in records for key in record["keys"]})
+    first: dict[str, int] = {}
+    before = 0
+    for record in records:
+        for key, delivery in zip(record["keys"], record["first"], strict=True):
+            first[key] = min(first.get(key, before + delivery), before + delivery)
+        before += record["deliveries"]
+    keys = sorted(first)
     distinct = [record["distinct"] for record in records]
     return {
-        "deliveries": sum(record["deliveries"] for record in records),
+        "deliveries": before,
         "examples": sum(record["examples"] for record in records),
         "unit": "example" if all(record["unit"] == "example" for record in records) else "element",
         # Exact when every stream kept all its keys: two streams may have delivered the same example.
         "distinct": len(keys) if all(count is not None and count <= SKETCH for count in distinct) else None,
         "keys": keys[:SKETCH],
+        "first": [first[key] for key in keys[:SKETCH]],
+        "sizes": [run for record in records for run in record["sizes"]],
         "batches": [batch for record in records for batch in record["batches"]][:BATCHES],
     }
 

@@ -8,6 +8,17 @@ two workers both trained on was read twice by the cluster, and past `TOLERATED` 
 worker's examples it is a FAIL that names the workers, the share and the likely cause. Below that
 it is told, not failed: a data set may hold the same example twice.
 
+A pipeline that repeats its data (`.repeat()`, or epochs reshuffled alike on every worker) brings
+each example back, to whichever worker the step's place gives it: over a long run every worker
+may read every example, and that is no overlap. So where the workers shared examples over a run
+that read its data more than once, they are compared again within one pass over the data, which
+decides: the first steps, while all the workers together had read no more examples than they read
+distinct between them over the whole run (the observer keeps the step that first brought each
+key), and the lines say so. That pass assumes the workers' shares are disjoint, so where they are
+not it is too short to show what each epoch gave them alike: an overlap it finds is named over
+each worker's own pass instead, the steps before any worker read an example of its own again (the
+whole run, where none did).
+
 Two complete key sets are compared exactly. Otherwise the share is estimated the bottom-k way:
 among the smallest keys of the union that both sketches cover, the fraction both hold estimates
 the workers' overlap (Broder's resemblance), and the line says it is an estimate.
@@ -20,8 +31,10 @@ by hand, tensors built in the step), the line says `not observed` and claims not
 older than the keys (a saved log) get no line at all.
 """
 
+import collections
 import dataclasses
 import itertools
+import math
 
 from trainer.verifier.observed import Session
 from trainer.verifier.text import names
@@ -52,25 +65,47 @@ class Examples:
     """One worker's training examples, as its records give them."""
 
     examples: int  # Delivered, counting repeats.
-    keys: frozenset[int]  # The smallest distinct keys (all of them when `complete`).
-    distinct: int | None  # Exact, or None past what the observer counts.
+    keys: dict[int, int]  # The smallest distinct keys (all of them when `complete`), each its first delivery.
+    complete: bool
+    bound: float  # The largest key a sketch holds, which covers every key below it; infinite when complete.
     unit: str  # `example`, or `element` (keyed whole).
     batches: tuple[str, ...]  # The first batches' keys, in order.
-
-    @property
-    def complete(self) -> bool:
-        return self.distinct is not None and self.distinct <= len(self.keys)
-
-    @property
-    def largest(self) -> float:
-        """The largest key a sketch holds: the sketch covers the keys below it, all of them."""
-        return float("inf") if self.complete else float(max(self.keys))
+    sizes: tuple[int, ...] | None  # The examples of each delivery, in order; None in older records.
+    counted: int | None = None  # The observer's exact count of distinct examples, where it kept no sketch.
 
     def estimated(self) -> float:
         """Distinct examples: exact, or estimated from the sketch (k-1 over the k-th smallest's place)."""
-        if self.distinct is not None:
-            return float(self.distinct)
-        return (len(self.keys) - 1) / (max(self.keys) / _SPACE)
+        if self.complete:
+            return float(len(self.keys))
+        if self.counted is not None:
+            return float(self.counted)
+        return sum(1 for key in self.keys if key < self.bound) / (self.bound / _SPACE)
+
+    def fresh(self) -> int | None:
+        """The steps before this worker first read an example it had read before (its own pass over
+        what it reads), or None if it never did. From a sketch, a step counts as a repeat only when
+        its reads pass the estimate of the examples new so far by a few of its standard errors."""
+        sample = self.keys if self.complete else {key: first for key, first in self.keys.items() if key < self.bound}
+        fraction = 1.0 if self.complete else self.bound / _SPACE
+        new = collections.Counter(sample.values())
+        read = sampled = 0
+        for step, size in enumerate(self.sizes or ()):
+            read, sampled = read + size, sampled + new[step]
+            margin = 0.0 if self.complete else 3 / math.sqrt(max(sampled, 9))
+            if read > sampled / fraction * (1 + margin):
+                return step
+        return None
+
+    def within(self, steps: int) -> "Examples":
+        """What the first `steps` deliveries brought. The batches stay whole: the same batch at the
+        same step is the same read, however often the data repeats."""
+        return dataclasses.replace(
+            self,
+            examples=sum((self.sizes or ())[:steps]),
+            keys={key: first for key, first in self.keys.items() if first < steps},
+            sizes=(self.sizes or ())[:steps],
+            counted=None,
+        )
 
 
 def judge_data(observed: dict[str, list[Session]], expected_workers: int, *, replicated: bool = False) -> Data:
@@ -100,36 +135,115 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int, *, rep
             f"while {names(list(seen))} did"
         )
         return Data(problems=(problem,), observed=True, workers=figures)
-    overlaps = [
-        overlap
-        for (first, a), (second, b) in itertools.combinations(seen.items(), 2)
-        if (overlap := _overlap(first, a, second, b, unit))
-    ]
-    failed = tuple(overlap.line for overlap in overlaps if overlap.share > TOLERATED)
+    overlaps = _overlaps(seen, unit, None)
+    window = None
+    if _failed(overlaps) and (window := _one_pass(seen)):
+        # Shared over a run that read its data again: whether they shared within one pass decides.
+        overlaps = _overlaps(_within(seen, window), unit, window)
+        own = _own_pass(seen)
+        if _failed(overlaps) and (own is None or own.steps > window.steps):
+            # Decided. Named over each worker's own pass (the whole run, if none read an example of
+            # its own twice), which is longer where the workers read the same data: the cluster's
+            # pass counts each example once for all of them.
+            named = _overlaps(_within(seen, own) if own else seen, unit, own)
+            if _failed(named):
+                overlaps, window = named, own
+    if window and window.steps < window.of:
+        for name, examples in _within(seen, window).items():
+            figures[name]["one_pass"] = {"steps": window.steps, "examples": examples.examples}
+    failed = _failed(overlaps)
     if failed and replicated:
-        said = "; ".join(line.split(": the input is", 1)[0] for line in failed)
+        said = "; ".join(overlap.said for overlap in failed)
         return Data(
             line=f"data: replicated, as TF_DATA_SHARDING=replicated allows: {said}", observed=True, workers=figures
         )
     if failed:
-        return Data(problems=failed, observed=True, workers=figures)
-    return Data(line=_proof(seen, overlaps, unit), observed=True, workers=figures)
+        return Data(problems=tuple(overlap.line for overlap in failed), observed=True, workers=figures)
+    if window:
+        seen = _within(seen, window)
+    return Data(line=_proof(seen, overlaps, unit, window), observed=True, workers=figures)
+
+
+def _failed(overlaps: list["_Overlap"]) -> list["_Overlap"]:
+    return [overlap for overlap in overlaps if overlap.share > TOLERATED]
+
+
+def _within(seen: dict[str, Examples], window: "_Window") -> dict[str, Examples]:
+    return {name: examples.within(window.steps) for name, examples in seen.items()}
+
+
+def _overlaps(seen: dict[str, Examples], unit: str, window: "_Window | None") -> list["_Overlap"]:
+    return [
+        overlap
+        for (first, a), (second, b) in itertools.combinations(seen.items(), 2)
+        if (overlap := _overlap(first, a, second, b, unit, window))
+    ]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Window:
+    steps: int  # Compared: the first this many.
+    of: int  # Every worker's steps: the most any one took.
+    distinct: float | None = None  # What the workers read between them over the run (the cluster's pass).
+
+    def said(self) -> str:
+        return f"in one pass over the data (the first {self.steps} of {self.of} steps)"
+
+
+def _one_pass(seen: dict[str, Examples]) -> _Window | None:
+    """The steps before the workers together had read more examples than the distinct ones they read
+    over the run, past which the data's repeats begin; None to compare the whole run (shorter than a
+    pass, or records older than the steps)."""
+    if any(examples.sizes is None for examples in seen.values()):
+        return None
+    bound = min(examples.bound for examples in seen.values())
+    union: set[int] = set().union(*(examples.keys for examples in seen.values()))
+    if bound == float("inf"):
+        distinct = float(len(union))
+    else:
+        sampled = sum(1 for key in union if key < bound)
+        # An estimate may be high by a few of its standard errors (1/sqrt of the sample): a pass
+        # taken too long would count the first repeats as shared, so it is taken that much shorter.
+        distinct = sampled / (bound / _SPACE) * (1 - 3 / math.sqrt(max(sampled, 9)))
+    steps = max(len(examples.sizes) for examples in seen.values())
+    read = list(itertools.accumulate(
+        sum(examples.sizes[index] for examples in seen.values() if index < len(examples.sizes))
+        for index in range(steps)
+    ))  # fmt: skip
+    if not read or read[-1] <= distinct:
+        return None
+    within = sum(1 for total in read if total <= distinct)
+    # A step larger than the data set repeats it at once: its first step is still compared.
+    return _Window(steps=max(within, 1), of=steps, distinct=distinct)
+
+
+def _own_pass(seen: dict[str, Examples]) -> _Window | None:
+    """The steps before the first worker read an example of its own again; None when none did."""
+    passes = [steps for examples in seen.values() if (steps := examples.fresh()) is not None]
+    if not passes:
+        return None
+    return _Window(steps=max(min(passes), 1), of=max(len(examples.sizes or ()) for examples in seen.values()))
 
 
 @dataclasses.dataclass(frozen=True)
 class _Overlap:
     shared: float
     share: float  # Of the smaller worker's distinct examples.
-    line: str
+    said: str  # Who shared what.
+    cause: str
+
+    @property
+    def line(self) -> str:
+        return f"{self.said}: {self.cause}"
 
 
-def _overlap(first: str, a: Examples, second: str, b: Examples, unit: str) -> _Overlap | None:
+def _overlap(first: str, a: Examples, second: str, b: Examples, unit: str, window: _Window | None) -> _Overlap | None:
     exact = a.complete and b.complete
     if exact:
-        shared = float(len(a.keys & b.keys))
+        shared = float(len(a.keys.keys() & b.keys.keys()))
     else:
-        covered = min(a.largest, b.largest)
-        union = {key for key in a.keys | b.keys if key <= covered}
+        covered = min(a.bound, b.bound)
+        union = {key for key in a.keys.keys() | b.keys.keys() if key < covered}
         both = {key for key in union if key in a.keys and key in b.keys}
         resemblance = len(both) / len(union) if union else 0.0
         shared = resemblance * (a.estimated() + b.estimated()) / (1 + resemblance)
@@ -149,14 +263,16 @@ def _overlap(first: str, a: Examples, second: str, b: Examples, unit: str) -> _O
         said = f"{first} and {second} both read {number} of their {unit} ({share:.0%})"
         cause = (
             "the input is sharded differently on each worker, or not at all "
-            "(a shuffle seeded per worker before .shard, or no .shard)"
+            "(a shuffle before the shard not seeded alike on every worker, or no .shard)"
         )
+    if window:
+        said += f" {window.said()}"
     if same_batches:
         said += f", in identical batches at {same_batches} of {compared} steps"
-    return _Overlap(shared, share, f"{said}: {cause}")
+    return _Overlap(shared, share, said, cause)
 
 
-def _proof(seen: dict[str, Examples], overlaps: list[_Overlap], unit: str) -> str:
+def _proof(seen: dict[str, Examples], overlaps: list[_Overlap], unit: str, window: _Window | None) -> str:
     estimates = [examples.estimated() for examples in seen.values()]
     exact = all(examples.complete for examples in seen.values())
     low, high = round(min(estimates)), round(max(estimates))
@@ -164,26 +280,40 @@ def _proof(seen: dict[str, Examples], overlaps: list[_Overlap], unit: str) -> st
     shared = sum(overlap.shared for overlap in overlaps)
     told = "none shared" if not overlaps else f"{shared:.0f} shared (under {TOLERATED:.0%}: the same example twice?)"
     total = f"{sum(estimates) - shared:.0f} in all"
+    if window:
+        total += f" {window.said()}; {window.distinct:.0f} over the run, read again since"
     estimate = "" if exact else " (estimated from a sample of their keys)"
     return f"data: each worker read its own {unit}: {each}, {told}, {total}{estimate}"
 
 
 def _training(sessions: list[Session]) -> Examples | None:
-    """The worker's training examples over all its sessions (a restarted run's each), or None for
-    records older than the observer's keys."""
+    """The worker's training examples over all its sessions (a restarted run's each, its deliveries
+    after the one before's), or None for records older than the observer's keys."""
     records = [record for session in sessions for record in session.data if record.get("use") == "training"]
     if not records:
         return None
-    keys = frozenset(int(key, 16) for record in records for key in record.get("keys") or ())
-    counts = [record.get("distinct") for record in records]
+    keys: dict[int, int] = {}
+    before = 0
+    for record in records:
+        firsts = record.get("first") or [0] * len(record.get("keys") or ())
+        for key, delivery in zip(record.get("keys") or (), firsts, strict=True):
+            keys.setdefault(int(key, 16), before + delivery)
+        before += int(record.get("deliveries") or 0)
     complete = all(
         isinstance(record.get("distinct"), int) and record["distinct"] <= len(record.get("keys") or ())
         for record in records
     )
+    counts = [record.get("distinct") for record in records]
+    has_sizes = all("sizes" in record for record in records)
     return Examples(
         examples=sum(int(record.get("examples") or 0) for record in records),
         keys=keys,
-        distinct=len(keys) if complete else (counts[0] if len(records) == 1 else None),
+        complete=complete,
+        bound=float("inf") if complete or not keys else float(max(keys)),
         unit="example" if all(record.get("unit") == "example" for record in records) else "element",
         batches=tuple(batch for record in records for batch in record.get("batches") or ()),
+        sizes=tuple(size for record in records for size, times in record["sizes"] for _ in range(times))
+        if has_sizes
+        else None,
+        counted=None if complete or len(records) != 1 else counts[0],
     )
