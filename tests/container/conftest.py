@@ -95,6 +95,29 @@ class ScriptsRun(ComposeProject):
         return {**self.environment, "COMPOSE_PROJECT_NAME": self.name}
 
 
+# tf-keras for `fit`: Keras 3's is broken under MultiWorkerMirroredStrategy.
+LEGACY_KERAS = ["--env", "TF_USE_LEGACY_KERAS=1"]
+# The tutorial's figures, the same in every run of it: its data and seeds are fixed.
+TUTORIAL_FIGURES = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+
+
+def verdict_lines(output: str) -> list[str]:
+    """The verifier's lines of a `scripts/run` output, without Compose's prefix."""
+    return [line.split("| ", 1)[-1] for line in output.splitlines() if line.startswith("verifier-1")]
+
+
+def problems(output: str) -> list[str]:
+    """The verdict's problems, one a line."""
+    return [line.removeprefix("  - ") for line in verdict_lines(output) if line.startswith("  - ")]
+
+
+def run_program(scripts_run, program: str, *arguments: str, folder: str, environment: dict[str, str] | None = None):
+    """`scripts/run --project FOLDER --command "python PROGRAM" ARGUMENTS`, run to its end (a test
+    module binds its folder of programs with functools.partial)."""
+    run = scripts_run("--project", folder, "--command", f"python {program}", *arguments, environment=environment)
+    return run.finish()
+
+
 def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml") -> str:
     """A Compose override giving each named service extra environment variables."""
     lines = ["services:"]

@@ -7,24 +7,19 @@ weights agree in every one of them: only the keys of what each worker's input de
 reads whole.
 """
 
+import functools
 import re
 
+from tests.container import conftest
+from tests.container.conftest import LEGACY_KERAS, verdict_lines
 from trainer.contract.exitcodes import ExitCode
 
-PROGRAMS = ["--project", "tests/fixtures/data"]
-
-
-def verdict_lines(output: str) -> list[str]:
-    return [line.split("| ", 1)[-1] for line in output.splitlines() if line.startswith("verifier-1")]
+run_program = functools.partial(conftest.run_program, folder="tests/fixtures/data")
 
 
 def data_lines(output: str) -> list[str]:
     """The data proof, the verdict, and each problem."""
     return [line for line in verdict_lines(output) if line.startswith(("data: ", "verdict: ", "  - "))]
-
-
-def run_program(scripts_run, program: str, *arguments: str):
-    return scripts_run(*PROGRAMS, "--command", f"python {program}", *arguments).finish()
 
 
 def test_the_tutorials_sharded_input_passes_with_its_data_line(scripts_run):
@@ -46,8 +41,7 @@ def test_an_unsharded_input_fails_naming_the_same_examples_and_batches(scripts_r
 
 
 def test_an_unsharded_input_meant_to_be_replicated_passes_saying_what_was_shared(scripts_run):
-    arguments = ("--project", "tests/fixtures/data", "--command", "python sharding.py", "--env", "SHARD=0")
-    result = scripts_run(*arguments, environment={"TF_DATA_SHARDING": "replicated"}).finish()
+    result = run_program(scripts_run, "sharding.py", "--env", "SHARD=0", environment={"TF_DATA_SHARDING": "replicated"})
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout)[0] == (
         "data: replicated, as TF_DATA_SHARDING=replicated allows: worker-0 and worker-1 read the same 192 examples "
@@ -78,9 +72,6 @@ def test_an_input_fed_by_hand_is_not_observed_and_claims_nothing(scripts_run):
         "(a generator or tensors fed to the step by hand): nothing is claimed about what each worker read"
     )
     assert verdict.startswith("verdict: PASS")
-
-
-LEGACY_KERAS = ["--env", "TF_USE_LEGACY_KERAS=1"]
 
 
 def test_keras_fit_under_the_default_policy_passes_and_with_sharding_off_fails(scripts_run):

@@ -13,21 +13,19 @@ rule of the verdict's evidence is held here by the bug it exists to catch (tests
 Before these rules, every one of these verdicts was wrong: docs/verifier.md, "What a PASS proves".
 """
 
+import functools
 import json
 import re
 
 import pytest
 
+from tests.container import conftest
+from tests.container.conftest import LEGACY_KERAS, TUTORIAL_FIGURES, verdict_lines
 from trainer.contract.exitcodes import ExitCode
 
-PROGRAMS = ["--project", "tests/fixtures/evidence"]
-LEGACY_KERAS = ["--env", "TF_USE_LEGACY_KERAS=1"]
-TUTORIAL_FIGURES = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
+run_program = functools.partial(conftest.run_program, folder="tests/fixtures/evidence")
+
 GRADIENTS = "gradients: all-reduced by every worker's Adam inside strategy.run, 2 replicas"
-
-
-def verdict_lines(output: str) -> list[str]:
-    return [line.split("| ", 1)[-1] for line in output.splitlines() if line.startswith("verifier-1")]
 
 
 def summary(output: str) -> list[str]:
@@ -50,10 +48,6 @@ def own_weights(output: str) -> dict[int, str]:
                 record = json.loads(line)
                 found[record["worker"]] = record["sha256"]
     return found
-
-
-def run_program(scripts_run, program: str, *arguments: str):
-    return scripts_run(*PROGRAMS, "--command", f"python {program}", *arguments).finish()
 
 
 def test_a_model_freed_before_the_exit_fails_when_the_workers_weights_differ(scripts_run):

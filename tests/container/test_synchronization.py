@@ -7,27 +7,16 @@ built outside the strategy's scope, and a program that never all-reduces a gradi
 run eagerly, where only its traffic tells).
 """
 
+import functools
 import re
 
 import pytest
 
+from tests.container import conftest
+from tests.container.conftest import LEGACY_KERAS, TUTORIAL_FIGURES, problems, verdict_lines
 from trainer.contract.exitcodes import ExitCode
 
-PROGRAMS = ["--project", "tests/fixtures/synchronization"]
-LEGACY_KERAS = ["--env", "TF_USE_LEGACY_KERAS=1"]
-TUTORIAL_FIGURES = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accuracy=0.8281"
-
-
-def verdict_lines(output: str) -> list[str]:
-    return [line.split("| ", 1)[-1] for line in output.splitlines() if line.startswith("verifier-1")]
-
-
-def problems(output: str) -> list[str]:
-    return [line.removeprefix("  - ") for line in verdict_lines(output) if line.startswith("  - ")]
-
-
-def run_program(scripts_run, program: str, *arguments: str):
-    return scripts_run(*PROGRAMS, "--command", f"python {program}", *arguments).finish()
+run_program = functools.partial(conftest.run_program, folder="tests/fixtures/synchronization")
 
 
 def test_the_tutorials_custom_loop_passes_on_identical_weights(scripts_run):

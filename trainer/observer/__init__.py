@@ -17,13 +17,17 @@ JSON lines the verifier reads (trainer/observer/journal.py, trainer/verifier/obs
   (`tf.train.Checkpoint`, so `CheckpointManager` and `BackupAndRestore` too) and when the program
   ends: a fingerprint of the model's state (trainer/observer/fingerprint.py), the optimizer's step
   and the epoch's logs;
-- how each optimizer's gradients were reduced (trainer/observer/updates.py).
+- how each optimizer's gradients were reduced (trainer/observer/updates.py);
+- what each worker's distributed input delivered to its training steps, and apart from it what it
+  delivered elsewhere (an evaluation): each example's key, the step that first brought it and
+  each step's size (trainer/observer/data.py).
 
 What crossed the network is counted by the launcher, on TensorFlow's own connections
 (trainer/launcher/traffic.py).
 
 It never changes what the program computes: it reads each variable's local value (no collective,
-so a diverged or dying peer cannot hang it), and any error of its own is recorded, not raised.
+so a diverged or dying peer cannot hang it) and the input's elements as the steps take them
+(neither their values nor their order), and any error of its own is recorded, not raised.
 It imports nothing of this project's (a user's own package named `trainer` stays theirs): its
 modules import each other relatively, and its source lives here only to be linted and tested.
 """

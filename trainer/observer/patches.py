@@ -14,7 +14,11 @@ raised; the recording runs after the original, guarded (trainer/observer/points.
   optimizers too) and of TensorFlow 1: which variables training updates, so that the observer holds
   them, and the optimizer, alive until it has fingerprinted them at the program's end. Under
   `tf.function` this runs once, when the step is traced, which is all it needs: the variables a
-  traced step updates are the same at every step.
+  traced step updates are the same at every step;
+- `CollectiveReplicaLauncher.__init__`: its ordering token, a variable of TensorFlow's, not the
+  program's state;
+- `input_lib._create_per_replica`: every element a distributed dataset's iterator hands the
+  replicas, for the data proof (trainer/observer/data.py).
 """
 
 import contextlib

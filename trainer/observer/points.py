@@ -134,8 +134,8 @@ class Observer:
             return
         self._ended = True
         self.data_ended()  # Its own guard: the state below is recorded whatever happens to it.
-        alive = [variable for variable in (ref() for ref in self._variables) if variable is not None]
-        alive += self._training.variables()
+        trained = self._training.variables()
+        alive = [variable for variable in (ref() for ref in self._variables) if variable is not None] + trained
         optimizer = None  # The end has no optimizer of its own: its step is the largest `iterations`.
         steps = self._training.steps_taken()
         self._record(
@@ -146,6 +146,7 @@ class Observer:
             step=_largest_iterations(alive),
             steps_run=max(steps.values(), default=None),
             reduced_bytes=self._training.reduced_bytes(steps),
+            trained=trained,
         )
 
     @guarded
@@ -157,11 +158,13 @@ class Observer:
         """A context: true inside, for the outermost checkpoint write only."""
         return _Outermost(self._inside)
 
-    def _record(self, point: str, index: int, variables, optimizer, *, step=None, **fields) -> None:
+    def _record(self, point: str, index: int, variables, optimizer, *, step=None, trained=None, **fields) -> None:
+        """`trained`: the trained variables, where the caller has them already."""
         from . import fingerprint
 
         started = time.perf_counter()
-        state = fingerprint.fingerprint(variables, trained=self._training.variables())
+        trained = self._training.variables() if trained is None else trained
+        state = fingerprint.fingerprint(variables, trained=trained)
         if step is None and optimizer is not None:
             step = fingerprint.step(optimizer)
         seconds = round(time.perf_counter() - started, 6)

@@ -48,7 +48,9 @@ class Data:
     problems: tuple[str, ...] = ()
     line: str | None = None  # For a passing run's proof, or `not observed`.
     observed: bool | None = None  # Whether a training step's input was seen; None: not judged (older records).
-    workers: dict[str, dict] = dataclasses.field(default_factory=dict)  # Each one's `examples`, `distinct`, `exact`.
+    # Each one's `examples`, `distinct`, `exact`, and `one_pass` where the run read its data again.
+    workers: dict[str, dict] = dataclasses.field(default_factory=dict)
+    replicated: bool = False  # The workers shared examples, as TF_DATA_SHARDING=replicated allowed.
 
     def as_data(self) -> dict:
         """For the verdict's record (trainer/verifier/render.py)."""
@@ -56,6 +58,7 @@ class Data:
             "proven": self.line,
             "problems": list(self.problems),
             "observed": self.observed,
+            "replicated": self.replicated,
             "workers": self.workers,
         }
 
@@ -155,7 +158,10 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int, *, rep
     if failed and replicated:
         said = "; ".join(overlap.said for overlap in failed)
         return Data(
-            line=f"data: replicated, as TF_DATA_SHARDING=replicated allows: {said}", observed=True, workers=figures
+            line=f"data: replicated, as TF_DATA_SHARDING=replicated allows: {said}",
+            observed=True,
+            workers=figures,
+            replicated=True,
         )
     if failed:
         return Data(problems=tuple(overlap.line for overlap in failed), observed=True, workers=figures)

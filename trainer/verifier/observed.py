@@ -20,7 +20,10 @@ lines, which the launcher copies into the worker's log when the program ends:
   `other`: delivered where no gradients were applied), written at its end (trainer/observer/data.py):
   `deliveries`, `examples`, `unit` (`example`, or `element` when elements were keyed whole),
   `distinct` (exact, or null past what is counted), `keys` (the smallest distinct keys, hex, all
-  of them when `distinct` is at most their number), `batches` (the first batches' keys, in order);
+  of them when `distinct` is at most their number), `first` (the delivery that first brought each
+  of `keys`: absent in older records), `sizes` (the examples of each delivery, run-length coded as
+  `[examples, deliveries]` pairs: absent in older records), `batches` (the first batches' keys, in
+  order);
 - `error`: `where` and `error`, an error of the observer's own.
 
 A session is one process's records. A log may hold several: a program's subprocesses that import

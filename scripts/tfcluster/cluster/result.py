@@ -62,8 +62,10 @@ class Run:
     @property
     def data(self) -> dict:
         """What each worker's input delivered, as the verifier judged it: `proven` (its `data:` line),
-        `problems`, `observed` (False: not seen, None: not judged) and each worker's `examples`,
-        `distinct` and `exact`; empty for a verdict without it."""
+        `problems`, `observed` (False: not seen, None: not judged), `replicated` (shared, as
+        TF_DATA_SHARDING=replicated allowed) and each worker's `examples`, `distinct`, `exact` and,
+        where the run read its data again, `one_pass` (`steps`, `examples`: what was judged); empty
+        for a verdict without it."""
         return dict((self.verdict or {}).get("data") or {})
 
     def verdict_lines(self) -> list[str]:
@@ -88,10 +90,11 @@ class Run:
     def assert_data_sharded(self) -> None:
         """Fails (AssertionError) unless the verifier saw every worker's training input and proved it
         its own: no example read by two workers. A program that feeds its steps by hand, unseen, fails
-        it; a run whose workers read the same examples fails `assert_synchronized()` too."""
+        it, and so does one replicated as TF_DATA_SHARDING=replicated allowed; a run whose workers read
+        the same examples unallowed fails `assert_synchronized()` too."""
         __tracebackhide__ = True
         data = self.data
-        if not data.get("observed") or data.get("problems"):
+        if not data.get("observed") or data.get("problems") or data.get("replicated"):
             said = data.get("problems") or [data.get("proven") or "the verdict has no data proof"]
             raise AssertionError("each worker's data was not proven its own:\n" + "\n".join(said))
 

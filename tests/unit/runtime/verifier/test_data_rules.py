@@ -59,6 +59,12 @@ def test_examples_the_program_means_to_replicate_pass_saying_what_was_shared():
         "data: replicated, as TF_DATA_SHARDING=replicated allows: "
         "worker-0 and worker-1 read the same 64 examples (100%)"
     )
+    # Allowed, so the run passes; but its data were not each worker's own, and the record says so.
+    run = Run(0, True, render.record(verdict))
+    run.assert_synchronized()
+    assert run.data["replicated"] is True
+    with pytest.raises(AssertionError, match="not proven its own:\ndata: replicated, as TF_DATA_SHARDING"):
+        run.assert_data_sharded()
 
 
 def test_a_partial_overlap_fails_with_its_share_and_a_tiny_one_is_told_not_failed():
