@@ -8,6 +8,7 @@ reads whole.
 """
 
 import functools
+import json
 import re
 
 from tests.container import conftest
@@ -75,11 +76,19 @@ def test_an_input_fed_by_hand_is_not_observed_and_claims_nothing(scripts_run):
 
 
 def test_keras_fit_under_the_default_policy_passes_and_with_sharding_off_fails(scripts_run):
-    result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS)
+    # With a validation pass after each epoch: told apart, and not one of its examples in training's figures.
+    result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS, "--env", "VALIDATION=1")
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout)[0] == (
-        "data: each worker read its own examples: 128 distinct each, none shared, 256 in all"
+        "data: each worker read its own examples: 128 distinct each, none shared, 256 in all; apart from training, "
+        "not judged: an evaluation read 32 distinct each, none shared"
     )
+    [record] = [json.loads(line) for line in verdict_lines(result.stdout) if line.startswith('{"event": "verdict"')]
+    for worker in ("worker-0", "worker-1"):
+        figures = record["data"]["workers"][worker]
+        # Each of fit's epochs, its validation apart: the whole shard, then the same again.
+        assert figures["epochs"] == [{"examples": 128, "new": 128}, {"examples": 128, "new": 0}], figures
+        assert figures["evaluation"] == {"examples": 64, "distinct": 32, "exact": True}, figures
     result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS, "--env", "POLICY=OFF")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout)[1:] == [

@@ -102,6 +102,13 @@ class Deliveries:
         self._streams: list[Stream] = []
         self._by_graph: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._eager: Stream | None = None
+        self._epochs: list[int] = []  # The training deliveries so far at each of Keras's epoch ends.
+
+    def epoch_ended(self) -> None:
+        """Keras ended an epoch: its steps, and so their deliveries, are done."""
+        self._epochs.append(
+            sum(stream.deliveries for stream in self._streams if stream.training or stream is self._eager)
+        )
 
     def delivered(self, values) -> None:
         """`values`: the element of each replica this worker feeds, as `_create_per_replica` got them."""
@@ -141,7 +148,8 @@ class Deliveries:
         for use, training in (("training", True), ("other", False)):
             streams = [stream.record() for stream in self._streams if stream.training == training and stream.deliveries]
             if streams or use == "training":  # Training's always: none delivered says the input was not seen.
-                found.append({"use": use, **_merged(streams or [Stream().record()])})
+                epochs = {"epochs": list(self._epochs)} if training else {}
+                found.append({"use": use, **_merged(streams or [Stream().record()]), **epochs})
         return found
 
     def _new(self) -> Stream:

@@ -115,6 +115,7 @@ class Observer:
     def epoch_ended(self, model, epoch: int, logs) -> None:
         optimizer = getattr(model, "optimizer", None)
         metrics = {key: float(value) for key, value in (logs or {}).items() if _is_number(value)}
+        self._data.epoch_ended()
         self._record("epoch", epoch + 1, [*model.variables, *variables_of(optimizer)], optimizer, logs=metrics)
 
     @guarded

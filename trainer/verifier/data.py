@@ -75,6 +75,7 @@ class Examples:
     batches: tuple[str, ...]  # The first batches' keys, in order.
     sizes: tuple[int, ...] | None  # The examples of each delivery, in order; None in older records.
     counted: int | None = None  # The observer's exact count of distinct examples, where it kept no sketch.
+    epochs: tuple[int, ...] = ()  # The deliveries so far at each end of a Keras epoch.
 
     def estimated(self) -> float:
         """Distinct examples: exact, or estimated from the sketch (k-1 over the k-th smallest's place)."""
@@ -116,20 +117,25 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int, *, rep
     what they shared is said, and fails nothing."""
     if expected_workers < 2 or not observed:
         return Data()
-    read = {name: _training(sessions) for name, sessions in sorted(observed.items())}
+    read = {name: _read(sessions, "training") for name, sessions in sorted(observed.items())}
     if any(examples is None for examples in read.values()):
         return Data()  # Records older than the observer's keys of the data: nothing to judge.
     seen = {name: examples for name, examples in read.items() if examples.examples}
+    evaluated = {
+        name: examples
+        for name, sessions in sorted(observed.items())
+        if (examples := _read(sessions, "other")) is not None and examples.examples
+    }
+    apart = _apart(evaluated, len(observed))
     if not seen:
         return Data(
             line="data: not observed: no training step took its examples from a dataset the strategy distributed "
-            "(a generator or tensors fed to the step by hand): nothing is claimed about what each worker read",
+            f"(a generator or tensors fed to the step by hand): nothing is claimed about what each worker read{apart}",
             observed=False,
         )
-    figures = {
-        name: {"examples": examples.examples, "distinct": round(examples.estimated()), "exact": examples.complete}
-        for name, examples in read.items()
-    }
+    figures = {name: _figures(examples) for name, examples in read.items()}
+    for name, examples in evaluated.items():
+        figures[name]["evaluation"] = _figures(examples)
     unit = "elements" if any(examples.unit == "element" for examples in seen.values()) else "examples"
     missing = [name for name in read if name not in seen]
     if missing:
@@ -158,7 +164,7 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int, *, rep
     if failed and replicated:
         said = "; ".join(overlap.said for overlap in failed)
         return Data(
-            line=f"data: replicated, as TF_DATA_SHARDING=replicated allows: {said}",
+            line=f"data: replicated, as TF_DATA_SHARDING=replicated allows: {said}{apart}",
             observed=True,
             workers=figures,
             replicated=True,
@@ -167,7 +173,7 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int, *, rep
         return Data(problems=tuple(overlap.line for overlap in failed), observed=True, workers=figures)
     if window:
         seen = _within(seen, window)
-    return Data(line=_proof(seen, overlaps, unit, window), observed=True, workers=figures)
+    return Data(line=_proof(seen, overlaps, unit, window) + apart, observed=True, workers=figures)
 
 
 def _failed(overlaps: list["_Overlap"]) -> list["_Overlap"]:
@@ -278,11 +284,43 @@ def _overlap(first: str, a: Examples, second: str, b: Examples, unit: str, windo
     return _Overlap(shared, share, said, cause)
 
 
+def _figures(examples: Examples) -> dict:
+    figures = {"examples": examples.examples, "distinct": round(examples.estimated()), "exact": examples.complete}
+    if examples.epochs and examples.sizes is not None:
+        # Each epoch's examples, and (where every key was kept) how many it read for the first time.
+        bounds = list(itertools.pairwise((0, *examples.epochs)))
+        firsts = collections.Counter(examples.keys.values())
+        figures["epochs"] = [
+            {"examples": sum(examples.sizes[start:end])}
+            | ({"new": sum(firsts[step] for step in range(start, end))} if examples.complete else {})
+            for start, end in bounds
+        ]
+    return figures
+
+
+def _each(seen: dict[str, Examples]) -> str:
+    estimates = [examples.estimated() for examples in seen.values()]
+    low, high = round(min(estimates)), round(max(estimates))
+    return f"{low} distinct each" if low == high else f"{low} to {high} distinct each"
+
+
+def _apart(evaluated: dict[str, Examples], workers: int) -> str:
+    """What was delivered where no gradients were applied (a validation or evaluation pass), told
+    apart from training's and not judged: a program may well evaluate every worker on the same data."""
+    if not evaluated:
+        return ""
+    unit = "elements" if any(examples.unit == "element" for examples in evaluated.values()) else "examples"
+    shared = sum(overlap.shared for overlap in _overlaps(evaluated, unit, None))
+    told = "none shared" if not shared else f"{shared:.0f} shared"
+    estimate = "" if all(examples.complete for examples in evaluated.values()) else ", estimated"
+    who = "" if len(evaluated) == workers else f" on {names(list(evaluated))} alone"
+    return f"; apart from training, not judged: an evaluation read {_each(evaluated)}{who}, {told}{estimate}"
+
+
 def _proof(seen: dict[str, Examples], overlaps: list[_Overlap], unit: str, window: _Window | None) -> str:
     estimates = [examples.estimated() for examples in seen.values()]
     exact = all(examples.complete for examples in seen.values())
-    low, high = round(min(estimates)), round(max(estimates))
-    each = f"{low} distinct each" if low == high else f"{low} to {high} distinct each"
+    each = _each(seen)
     shared = sum(overlap.shared for overlap in overlaps)
     told = "none shared" if not overlaps else f"{shared:.0f} shared (under {TOLERATED:.0%}: the same example twice?)"
     total = f"{sum(estimates) - shared:.0f} in all"
@@ -292,30 +330,37 @@ def _proof(seen: dict[str, Examples], overlaps: list[_Overlap], unit: str, windo
     return f"data: each worker read its own {unit}: {each}, {told}, {total}{estimate}"
 
 
-def _training(sessions: list[Session]) -> Examples | None:
-    """The worker's training examples over all its sessions (a restarted run's each, its deliveries
-    after the one before's), or None for records older than the observer's keys."""
-    records = [record for session in sessions for record in session.data if record.get("use") == "training"]
+def _read(sessions: list[Session], use: str) -> Examples | None:
+    """The worker's examples of one use (`training`, `other`) over all its sessions (a restarted
+    run's each, its deliveries after the one before's), or None for records older than the
+    observer's keys, or of no such use."""
+    records = [record for session in sessions for record in session.data if record.get("use") == use]
     if not records:
         return None
     keys: dict[int, int] = {}
+    epochs: list[int] = []
+    bound = float("inf")
     before = 0
     for record in records:
-        firsts = record.get("first") or [0] * len(record.get("keys") or ())
-        for key, delivery in zip(record.get("keys") or (), firsts, strict=True):
+        hexes = record.get("keys") or ()
+        firsts = record.get("first") or [0] * len(hexes)
+        for key, delivery in zip(hexes, firsts, strict=True):
             keys.setdefault(int(key, 16), before + delivery)
+        if hexes and not (isinstance(record.get("distinct"), int) and record["distinct"] <= len(hexes)):
+            bound = min(bound, float(int(max(hexes), 16)))  # A sketch covers the keys up to its largest only.
+        epochs += [before + deliveries for deliveries in record.get("epochs") or ()]
         before += int(record.get("deliveries") or 0)
-    complete = all(
-        isinstance(record.get("distinct"), int) and record["distinct"] <= len(record.get("keys") or ())
-        for record in records
-    )
+    complete = bound == float("inf")
+    if not complete:
+        keys = {key: first for key, first in keys.items() if key <= bound}  # The sessions' sketches, as one.
     counts = [record.get("distinct") for record in records]
     has_sizes = all("sizes" in record for record in records)
     return Examples(
         examples=sum(int(record.get("examples") or 0) for record in records),
         keys=keys,
         complete=complete,
-        bound=float("inf") if complete or not keys else float(max(keys)),
+        bound=bound,
+        epochs=tuple(epochs),
         unit="example" if all(record.get("unit") == "example" for record in records) else "element",
         batches=tuple(batch for record in records for batch in record.get("batches") or ()),
         sizes=tuple(size for record in records for size, times in record["sizes"] for _ in range(times))

@@ -23,7 +23,8 @@ lines, which the launcher copies into the worker's log when the program ends:
   of them when `distinct` is at most their number), `first` (the delivery that first brought each
   of `keys`: absent in older records), `sizes` (the examples of each delivery, run-length coded as
   `[examples, deliveries]` pairs: absent in older records), `batches` (the first batches' keys, in
-  order);
+  order), `epochs` (training's: the deliveries so far at each end of a Keras epoch; empty without
+  `fit`, absent in older records);
 - `error`: `where` and `error`, an error of the observer's own.
 
 A session is one process's records. A log may hold several: a program's subprocesses that import

@@ -81,6 +81,32 @@ def test_a_partial_overlap_fails_with_its_share_and_a_tiny_one_is_told_not_faile
     )
 
 
+def test_an_evaluation_is_told_apart_from_training_and_not_judged():
+    # Keras's validation pass under the strategy: each worker its shard of the validation data, apart.
+    verdict = verdict_of(
+        log(0, data(0, range(1, 129)), data(0, range(500, 532), use="other")),
+        log(1, data(1, range(1001, 1129)), data(1, range(532, 564), use="other")),
+    )
+    assert data_line(verdict) == (
+        "data: each worker read its own examples: 128 distinct each, none shared, 256 in all; apart from training, "
+        "not judged: an evaluation read 32 distinct each, none shared"
+    )
+    assert render.record(verdict)["data"]["workers"]["worker-1"] == {
+        "examples": 128, "distinct": 128, "exact": True, "evaluation": {"examples": 32, "distinct": 32, "exact": True},
+    }  # fmt: skip
+    # Every worker evaluating the same data (or the chief alone) fails nothing: it is only told.
+    verdict = verdict_of(
+        log(0, data(0, range(1, 129)), data(0, range(500, 532), use="other")), log(1, data(1, range(1001, 1129)))
+    )
+    assert verdict.passed, verdict.problems
+    assert data_line(verdict).endswith("an evaluation read 32 distinct each on worker-0 alone, none shared")
+    verdict = verdict_of(
+        *(log(i, data(i, range(i * 1000, i * 1000 + 64)), data(i, range(64), use="other")) for i in (0, 1))
+    )
+    assert verdict.passed, verdict.problems
+    assert data_line(verdict).endswith("an evaluation read 64 distinct each, 64 shared")
+
+
 def test_a_worker_that_read_nothing_fails_and_no_observed_input_claims_nothing():
     verdict = verdict_of(log(0, data(0, range(10))), log(1, data(1, [], examples=0)))
     assert verdict.problems == (
@@ -130,6 +156,18 @@ def test_a_repeated_data_set_sharded_by_place_passes_within_one_pass_over_it():
         "AutoShardPolicy.OFF)"
     )
     assert len(verdict.problems) == 3  # Every pair.
+
+
+def test_each_keras_epoch_is_counted_in_the_record():
+    # Two epochs of 4 steps of 8 over each worker's 32: the second reads nothing new.
+    each = global_stream(list(range(1, 65)), workers=2, batch=8, steps=8)
+    records = [delivered(worker, each[worker]) | {"epochs": [4, 8]} for worker in (0, 1)]
+    verdict = verdict_of(log(0, records[0]), log(1, records[1]))
+    assert verdict.passed, verdict.problems
+    assert render.record(verdict)["data"]["workers"]["worker-1"]["epochs"] == [
+        {"examples": 32, "new": 32},
+        {"examples": 32, "new": 0},
+    ]
 
 
 def test_an_unsharded_run_shorter_than_a_pass_is_named_with_all_it_read():
