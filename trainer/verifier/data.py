@@ -144,19 +144,7 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int, *, rep
             f"while {names(list(seen))} did"
         )
         return Data(problems=(problem,), observed=True, workers=figures)
-    overlaps = _overlaps(seen, unit, None)
-    window = None
-    if _failed(overlaps) and (window := _one_pass(seen)):
-        # Shared over a run that read its data again: whether they shared within one pass decides.
-        overlaps = _overlaps(_within(seen, window), unit, window)
-        own = _own_pass(seen)
-        if _failed(overlaps) and (own is None or own.steps > window.steps):
-            # Decided. Named over each worker's own pass (the whole run, if none read an example of
-            # its own twice), which is longer where the workers read the same data: the cluster's
-            # pass counts each example once for all of them.
-            named = _overlaps(_within(seen, own) if own else seen, unit, own)
-            if _failed(named):
-                overlaps, window = named, own
+    overlaps, window = _judged(seen, unit)
     if window and window.steps < window.of:
         for name, examples in _within(seen, window).items():
             figures[name]["one_pass"] = {"steps": window.steps, "examples": examples.examples}
@@ -174,6 +162,24 @@ def judge_data(observed: dict[str, list[Session]], expected_workers: int, *, rep
     if window:
         seen = _within(seen, window)
     return Data(line=_proof(seen, overlaps, unit, window) + apart, observed=True, workers=figures)
+
+
+def _judged(seen: dict[str, Examples], unit: str) -> tuple[list["_Overlap"], "_Window | None"]:
+    """The pairs' overlaps that decide, and the steps they were taken over (None: the whole run)."""
+    overlaps = _overlaps(seen, unit, None)
+    if not _failed(overlaps) or not (window := _one_pass(seen)):
+        return overlaps, None
+    # Shared over a run that read its data again: whether they shared within one pass decides.
+    overlaps = _overlaps(_within(seen, window), unit, window)
+    own = _own_pass(seen)
+    if _failed(overlaps) and (own is None or own.steps > window.steps):
+        # Decided. Named over each worker's own pass (the whole run, if none read an example of its
+        # own twice), which is longer where the workers read the same data: the cluster's pass
+        # counts each example once for all of them.
+        named = _overlaps(_within(seen, own) if own else seen, unit, own)
+        if _failed(named):
+            return named, own
+    return overlaps, window
 
 
 def _failed(overlaps: list["_Overlap"]) -> list["_Overlap"]:
