@@ -44,6 +44,20 @@ def test_wan_adds_50_ms_of_round_trip(compose_project):
         assert 40 <= float(rtt) <= 60  # 50 ms, within 20 %.
 
 
+@pytest.mark.timeout(450)  # Four workers' start-up on two cores, then training at 50 ms a round trip.
+def test_wan_on_four_workers_shapes_and_proves_every_link(scripts_run):
+    result = scripts_run("--workers", "4", "--network", "wan").finish(timeout=400)
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    links = MEASURED.findall(result.stdout)
+    # Every worker measured its link to every other one before training: 12 links, each 50 ms.
+    names = [f"worker-{index}" for index in range(4)]
+    assert sorted((worker, peer) for worker, _, peer, *_ in links) == [
+        (worker, peer) for worker in names for peer in names if peer != worker
+    ], result.stdout[-3000:]
+    assert all(name == "wan" and 40 <= float(rtt) <= 60 for _, name, _, rtt, _, _ in links), links
+    assert re.search(r"^verifier-1  \| verdict: PASS: 4 of 4 workers agree", result.stdout, re.MULTILINE)
+
+
 def test_lossy_drops_about_one_packet_in_a_hundred(compose_project):
     for _, _, _, _, _, loss in shaped_run(compose_project, "lossy"):
         # 5000 datagrams at 1 %: four standard deviations (trainer/shaper/checks.py's LOSS_SIGMAS) are 0.56 points.
@@ -80,11 +94,7 @@ def test_a_partitioned_worker_is_lost_within_the_fail_fast_bound(compose_project
     started = project.compose("up", "--detach", "worker-0", "worker-1", "shaper-0", "shaper-1")
     assert started.returncode == 0, started.stderr
     project.wait_for_line("worker-0", "train | epoch:   5/")
-    environment = {
-        **project.environment,
-        "COMPOSE_PROJECT_NAME": project.name,
-        "COMPOSE_FILE": f"compose.yaml:{NETWORK}",
-    }
+    environment = {**project.environment, "COMPOSE_PROJECT_NAME": project.name}
     # From before the cut (what scripts/partition takes counts against the bound) to Docker's own
     # finish time of each worker: the fail-fast bound for a peer cut off, 30 s (docs/failures.md).
     injected = datetime.datetime.now(datetime.UTC)

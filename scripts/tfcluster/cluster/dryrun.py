@@ -87,6 +87,7 @@ def workers_options(plan: Plan) -> list[str]:
         ("--project", plan.project is not None),
         ("--baked", plan.bakes),
         ("--data", plan.has_data),
+        ("--network", bool(plan.profile)),
     ]
     return [option for option, wanted in chosen if wanted]
 

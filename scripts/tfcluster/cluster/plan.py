@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from tfcluster import paths
 from tfcluster.cluster import devmode, runs, scaling, slowdown, steps
 from tfcluster.cluster.compose import BASE_FILE
+from tfcluster.cluster.scaling import NETWORK_FILE
 from tfcluster.errors import Refusal
 from tfcluster.project import envfiles
 from tfcluster.project.options import Project
@@ -27,7 +28,6 @@ DATA_FILE = "compose.data.yaml"
 # writes it at the root for `docker compose` by hand.
 WORKERS_FILE = "compose.workers.yaml"
 RECOVERY_FILE = "compose.recovery.yaml"
-NETWORK_FILE = "compose.network.yaml"
 # Your program's environment, written for compose.project.yaml's env_file, in the run's folder
 # (git ignores .tfcluster/).
 ENV_FILE = "env"
@@ -105,6 +105,7 @@ class Plan:
             project=self.project is not None,
             baked=self.bakes,
             data=self.has_data,
+            network=bool(self.profile),
         )
 
     @property
@@ -210,8 +211,8 @@ def check_network(workers: int, recover: bool, network: str | None) -> None:
     if network is not None and network not in PROFILES:
         raise Refusal(f"--network {network!r} is not a profile: {', '.join(PROFILES)}")
     if network:
-        if workers != scaling.DEFAULT_WORKERS:
-            raise Refusal(f"--network shapes the two workers of compose.yaml; not with --workers {workers}")
+        if workers < 2:
+            raise Refusal(f"--network shapes the links between workers: not with --workers {workers}")
         # A shaper lives in its worker's network namespace, which a restarted worker does not keep.
         if recover:
             raise Refusal("--network and --recover do not go together (a restarted worker loses its shaper)")

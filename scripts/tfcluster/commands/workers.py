@@ -35,6 +35,9 @@ examples:
   scripts/workers.py 3 --target swarm --one-per-node > stack.yaml    # one worker per node, no verifier
   scripts/workers.py 4 --target kubernetes > tfcluster.yaml          # headless Service + Indexed Job
   scripts/workers.py 3 --project --data -o compose.workers.yaml      # your project and data on each
+  scripts/workers.py 4 --network -o compose.workers.yaml             # with compose.network.yaml: 4 shapers
+  TF_NETWORK_PROFILE=wan docker compose -f compose.yaml -f compose.workers.yaml -f compose.network.yaml \
+    up --exit-code-from verifier verifier
   scripts/workers.py 3 --target swarm --image tfcluster-baked:0123456789ab \\
     --command "python -m model.train" > stack.yaml     # a project baked by scripts/run --bake
 
@@ -104,6 +107,13 @@ def add_compose_options(parser: Parser) -> None:
         help="compose only, with --project: every worker gets your data, named by TFCLUSTER_DATA, "
         "as compose.data.yaml (default: off)",
     )
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        help="compose only, for a run with compose.network.yaml after this file: every worker gets "
+        "TF_NETWORK_PROFILE and a shaper of its own, as compose.network.yaml's two do (2 or more workers; "
+        "default: off)",
+    )
 
 
 def add_deploy_options(parser: Parser) -> None:
@@ -131,7 +141,7 @@ def add_deploy_options(parser: Parser) -> None:
 
 def refusal(arguments) -> str | None:
     """Why the options cannot go together, in one line, or None if they can."""
-    chosen = [option for option in ("own_trainer", "project", "baked", "data") if getattr(arguments, option)]
+    chosen = [option for option in ("own_trainer", "project", "baked", "data", "network") if getattr(arguments, option)]
     if chosen and arguments.target != "compose":
         return f"--{chosen[0].replace('_', '-')} is for the Compose target only"
     given = [option for option in ("image", "command") if getattr(arguments, option) is not None]
@@ -145,6 +155,8 @@ def refusal(arguments) -> str | None:
         return "--data goes with --project (your data, for your project)"
     if arguments.baked and not arguments.project:
         return "--baked goes with --project (your project, baked into an image)"
+    if arguments.network and int(arguments.workers) < 2:
+        return "--network shapes the links between workers: it needs 2 or more"
     return None
 
 
@@ -178,6 +190,7 @@ def main(argv: list[str]) -> int:
             project=arguments.project,
             baked=arguments.baked,
             data=arguments.data,
+            network=arguments.network,
         )
     elif arguments.target == "swarm":
         # Uninterpolated: `docker stack deploy` fills in ${TRAIN_EPOCHS:-3} and the rest itself.

@@ -228,3 +228,16 @@ def test_a_slowed_worker_beyond_the_machines_cores_is_refused_before_anything_st
     assert result.stderr == f"run: --slow worker-0={cores + 0.5}: more CPUs than this machine has ({cores})\n"
     sandbox.assert_untouched()
     assert sandbox.run("scripts/run", "--slow", f"worker-0={cores}", "--dry-run").returncode == 0
+
+
+def test_the_dry_run_of_a_network_profile_on_four_workers_shapes_every_one(sandbox):
+    result = sandbox.run("scripts/run", "--dry-run", "--network", "wan", "--workers", "4")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert (
+        "compose files  compose.yaml:.tfcluster/runs/tfcluster/compose.workers.yaml:compose.network.yaml "
+        "(COMPOSE_FILE)\n" in text
+    ), text
+    assert "network        profile wan, applied and measured by shaper-0, shaper-1, shaper-2, shaper-3\n" in text
+    assert "scripts/workers.py 4 --network" in text
+    sandbox.assert_untouched()

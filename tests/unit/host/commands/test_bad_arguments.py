@@ -11,7 +11,12 @@ BAD_ARGUMENTS = [
     ("scripts/run", ["--workers"], {}, ["run: --workers needs a number"]),
     ("scripts/run", ["--network", "moon"], {}, ["--network 'moon' must be one of lan, wan, lossy, thin"]),
     ("scripts/run", ["--network", "wna"], {}, ["'wna'", "did you mean wan?"]),
-    ("scripts/run", ["--network", "wan", "--workers", "3"], {}, ["--network", "not with --workers 3"]),
+    (
+        "scripts/run",
+        ["--network", "wan", "--workers", "1"],
+        {},
+        ["--network shapes the links between workers: not with --workers 1"],
+    ),
     ("scripts/run", ["--network", "lan", "--recover"], {}, ["--network and --recover do not go together"]),
     ("scripts/run", ["--dry-run", "--recover=yes"], {}, ["--recover takes no value, got 'yes'"]),
     ("scripts/run", ["--slow", "worker-1"], {}, ["run: --slow 'worker-1' must be NAME=CPUS, such as worker-1=0.25"]),
