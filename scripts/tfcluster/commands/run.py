@@ -138,9 +138,8 @@ def add_cluster_options(parser: Parser) -> None:
         "--network",
         type=one_of(*PROFILES),
         metavar="PROFILE",
-        help=f"shape the links between the workers: {', '.join(PROFILES[:-1])} or {PROFILES[-1]} "
-        "(compose.network.yaml, a shaper beside every worker; default: none, unshaped); not with --workers 1 "
-        "or --recover",
+        help=f"shape the links between the workers: {', '.join(PROFILES[:-1])} or {PROFILES[-1]} (a shaper by "
+        "each, compose.network.yaml; default: none, unshaped); not with --workers 1 or --recover",
     )
     parser.add_argument(
         "--chief",
