@@ -118,11 +118,43 @@ def test_a_partitioned_worker_is_lost_within_the_fail_fast_bound(compose_project
     assert "lost peer worker-0:12345: resolvable, no answer within 2s (3 heartbeats missed)" in project.logs("worker-1")
 
 
+def test_a_one_way_cut_loses_the_worker_that_can_no_longer_send(compose_project):
+    project = compose_project(NETWORK, environment={"TF_NETWORK_PROFILE": "lan", "TRAIN_EPOCHS": "100000"})
+    started = project.compose("up", "--detach", "worker-0", "worker-1", "shaper-0", "shaper-1")
+    assert started.returncode == 0, started.stderr
+    project.wait_for_line("worker-0", "train | epoch:   5/")
+    environment = {**project.environment, "COMPOSE_PROJECT_NAME": project.name}
+    injected = datetime.datetime.now(datetime.UTC)
+    cut = subprocess.run(
+        ["scripts/partition", "worker-1", "--direction", "out"],
+        cwd=ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert cut.returncode == 0, cut.stderr
+    assert "shaper | worker-1: cut off (what leaves it)" in cut.stdout
+    codes = {service: project.wait_for_exit(service, timeout=90) for service in ("worker-0", "worker-1")}
+    # worker-1 still hears the others, but nothing of its own reaches them: worker-0 loses it.
+    assert codes["worker-0"] == ExitCode.PEER_LOST, project.logs("worker-0")[-2000:]
+    assert "lost peer worker-1:12345: resolvable, no answer within 2s" in project.logs("worker-0")
+    assert (project.finished_at("worker-0") - injected).total_seconds() < 30
+    assert codes["worker-1"] != ExitCode.OK, project.logs("worker-1")[-2000:]
+
+
 def test_partition_names_bad_input_in_one_line():
+    usage = "(usage: scripts/partition WORKER [--heal | --direction in|out])"
     for arguments, message in (
-        ([], "partition: usage: scripts/partition WORKER [--heal]"),
+        ([], f"partition: {usage[1:-1]}"),
         (["verifier"], "partition: 'verifier' is not a worker's name (worker-N)"),
-        (["worker-1", "--now"], "partition: unknown argument '--now' (usage: scripts/partition WORKER [--heal])"),
+        (["worker-1", "--now"], f"partition: unknown argument '--now' {usage}"),
+        (["worker-1", "--direction", "sideways"], "partition: --direction 'sideways' must be in, out or both"),
+        (["worker-1", "--direction"], f"partition: --direction needs in or out {usage}"),
+        (
+            ["worker-1", "--heal", "--direction=in"],
+            "partition: --heal undoes the cut whichever way it was: no --direction with it",
+        ),
     ):
         result = subprocess.run(["scripts/partition", *arguments], cwd=ROOT, capture_output=True, text=True, timeout=30)
         assert (result.returncode, result.stderr) == (2, message + "\n")

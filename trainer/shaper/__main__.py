@@ -1,4 +1,4 @@
-"""The shaper of one worker: `python -m trainer.shaper [partition | heal]` in the worker's network namespace.
+"""The shaper of one worker: `python -m trainer.shaper [partition [in | out] | heal]` in the worker's namespace.
 
 Run as a service of compose.network.yaml (`network_mode: service:worker-N`, NET_ADMIN), it
 applies the profile (trainer/shaper/profiles.py) to the worker's links, starts the delaying relay where
@@ -6,8 +6,9 @@ the profile adds latency, measures every link to the other workers' shapers, wri
 to the results directory (`network-<worker>.json`, which the worker's launcher waits for before
 training and the verifier reports), and then stays until the worker's launcher has ended.
 
-`partition` cuts the worker off (every packet in or out of its interface dropped); `heal` undoes
-it. scripts/partition runs them in a worker's shaper.
+`partition` cuts the worker off (every packet in or out of its interface dropped; `partition in`
+or `partition out`: one way only, what arrives at it or what leaves it); `heal` undoes it.
+scripts/partition runs them in a worker's shaper.
 
 Exit codes: 0 done, 2 bad configuration or rules the kernel refused, 143 stopped by a signal.
 """
@@ -161,14 +162,17 @@ async def shape(settings: ShaperSettings) -> int:
     return 0
 
 
-def cut(command: str, worker: str) -> int:
-    """`partition` or `heal`, for `worker` (named only in what it says)."""
+WAYS = {"both": "", "in": " (what arrives at it)", "out": " (what leaves it)"}
+
+
+def cut(command: str, worker: str, way: str = "both") -> int:
+    """`partition` (`way`: a key of WAYS) or `heal`, for `worker` (named only in what it says)."""
     try:
-        changed = (rules.partition if command == "partition" else rules.heal)()
+        changed = rules.partition(way) if command == "partition" else rules.heal()
     except rules.RuleError as error:
         return config_error("shaper", str(error))
     if command == "partition":
-        say(f"{worker}: cut off" if changed else f"{worker}: already cut off")
+        say(f"{worker}: cut off{WAYS[way]}" if changed else f"{worker}: already cut off")
     else:
         say(f"{worker}: healed" if changed else f"{worker}: was not cut off")
     return 0
@@ -178,14 +182,13 @@ def main(argv: list[str]) -> int:
     # At once: the rules go with the worker's namespace, and a thread blocked on the worker's lock
     # would otherwise hold up the exit until Docker's SIGKILL.
     signal.signal(signal.SIGTERM, lambda signum, frame: os._exit(143))
-    if argv in (["partition"], ["heal"]):
+    if argv in (["heal"], ["partition"], *(["partition", way] for way in WAYS)):
         # Only the worker's name: cutting a worker off needs no profile.
         worker = ShaperSettings.from_env(os.environ, only=("worker",)).worker
-        return cut(argv[0], worker or "this worker")
+        return cut(argv[0], worker or "this worker", *argv[1:])
     if argv:
-        return config_error(
-            "shaper", f"unknown command {' '.join(argv)!r} (usage: python -m trainer.shaper [partition | heal])"
-        )
+        usage = "python -m trainer.shaper [partition [both | in | out] | heal]"
+        return config_error("shaper", f"unknown command {' '.join(argv)!r} (usage: {usage})")
     try:
         settings = ShaperSettings.from_env(os.environ)
     except ValueError as error:

@@ -93,7 +93,8 @@ def redirect(port: int, to_port: int) -> None:
     )
 
 
-_CUT = (("INPUT", "-i"), ("OUTPUT", "-o"))
+# Which way a cut drops packets: `in`, arriving at the worker; `out`, leaving it; `both`.
+DIRECTIONS = {"both": (("INPUT", "-i"), ("OUTPUT", "-o")), "in": (("INPUT", "-i"),), "out": (("OUTPUT", "-o"),)}
 
 
 def _cut_in_place(chain: str, direction: str) -> bool:
@@ -101,10 +102,11 @@ def _cut_in_place(chain: str, direction: str) -> bool:
     return subprocess.run(check, capture_output=True).returncode == 0
 
 
-def partition() -> bool:
-    """Cuts the worker off; False if it already was (the rules are never doubled)."""
+def partition(way: str = "both") -> bool:
+    """Cuts the worker off, `way` (a key of DIRECTIONS); False if it already was (the rules are
+    never doubled)."""
     done = False
-    for chain, direction in _CUT:
+    for chain, direction in DIRECTIONS[way]:
         if not _cut_in_place(chain, direction):
             run(iptables(), "-w", "-I", chain, "1", direction, INTERFACE, *PARTITION, "-j", "DROP")
             done = True
@@ -112,9 +114,9 @@ def partition() -> bool:
 
 
 def heal() -> bool:
-    """Removes the cut; False if there was none."""
+    """Removes the cut, whichever way it was; False if there was none."""
     done = False
-    for chain, direction in _CUT:
+    for chain, direction in DIRECTIONS["both"]:
         if _cut_in_place(chain, direction):
             run(iptables(), "-w", "-D", chain, direction, INTERFACE, *PARTITION, "-j", "DROP")
             done = True

@@ -2,6 +2,7 @@
 
 import asyncio
 import random
+import signal
 import socket
 import threading
 import time
@@ -11,8 +12,9 @@ import pytest
 from tests.conftest import free_port
 from trainer.contract import shaping
 from trainer.contract.resultsdir import Recorder, WorkerFiles
-from trainer.shaper import probe, relay
-from trainer.shaper.__main__ import cluster_of, wait_for_worker_end, write_report
+from trainer.shaper import probe, relay, rules
+from trainer.shaper.__main__ import WAYS, cluster_of, wait_for_worker_end, write_report
+from trainer.shaper.__main__ import main as shaper_main
 from trainer.shaper.checks import checks
 from trainer.shaper.probe import Link
 from trainer.shaper.profiles import PROFILES, Profile
@@ -57,6 +59,19 @@ def test_the_shaper_reads_its_worker_and_results_directory():
 def test_partition_and_heal_need_only_the_workers_name():
     environ = {"SHAPED_WORKER": "worker-1", "TF_NETWORK_PROFILE": "moon"}
     assert ShaperSettings.from_env(environ, only=("worker",)).worker == "worker-1"
+
+
+@pytest.mark.parametrize("argv", [["partition", "sideways"], ["heal", "in"], ["partition", "in", "out"], ["cut"]])
+def test_a_cut_the_shaper_does_not_know_is_one_line_and_exit_2(argv, capsys, monkeypatch):
+    monkeypatch.setattr(signal, "signal", lambda *_: None)  # Not in pytest's own process.
+    assert shaper_main(argv) == 2
+    assert capsys.readouterr().err == (
+        f"shaper: config error: unknown command {' '.join(argv)!r} "
+        "(usage: python -m trainer.shaper [partition [both | in | out] | heal])\n"
+    )
+    # Each way is a set of the rules' chains: in, what arrives; out, what leaves; both, the two.
+    assert rules.DIRECTIONS["both"] == rules.DIRECTIONS["in"] + rules.DIRECTIONS["out"]
+    assert set(rules.DIRECTIONS) == set(WAYS)
 
 
 def test_the_shapers_report_is_the_one_the_launcher_and_the_verifier_read(tmp_path):
