@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from tests.conftest import ROOT
-from tests.container.conftest import TUTORIAL_FIGURES, ComposeProject, override
+from tests.container.conftest import TUTORIAL_FIGURES, ComposeProject, override, problems, verdict_lines
 from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
@@ -141,6 +141,55 @@ def test_a_one_way_cut_loses_the_worker_that_can_no_longer_send(compose_project)
     assert "lost peer worker-1:12345: resolvable, no answer within 2s" in project.logs("worker-0")
     assert (project.finished_at("worker-0") - injected).total_seconds() < 30
     assert codes["worker-1"] != ExitCode.OK, project.logs("worker-1")[-2000:]
+
+
+def fault_lines(output: str) -> list[str]:
+    return [line for line in verdict_lines(output) if line.startswith("fault: ")]
+
+
+def test_a_short_cut_timed_by_training_progress_is_ridden_out_and_recorded(scripts_run):
+    run = scripts_run("--network", "lan", "--fault", "cut worker-1 at step 6 for 2s", environment={"TRAIN_EPOCHS": "6"})
+    result = run.finish(timeout=200)
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    [line] = fault_lines(result.stdout)
+    # Cut when worker-1's training had taken its 6th step (its progress is read every 0.2 s at most),
+    # healed 2 s later: shorter than the three missed heartbeats that lose a peer, so training goes on.
+    found = re.fullmatch(
+        r"fault: cut worker-1 off at step 6 for 2s: cut at step (\d+), healed (\d+\.\d)s later; "
+        r"worker-1 ended (\d+\.\d)s after the cut",
+        line,
+    )
+    assert found and 6 <= int(found[1]) <= 12 and 2.0 <= float(found[2]) < 3, line
+    assert re.search(r"^verdict: PASS: 2 of 2 workers agree", "\n".join(verdict_lines(result.stdout)), re.M)
+
+
+def test_a_cut_longer_than_the_heartbeats_allow_fails_and_says_when_the_worker_ended(scripts_run):
+    run = scripts_run(
+        "--network", "lan", "--fault", "cut worker-1 at step 6 for 120s", environment={"TRAIN_EPOCHS": "100000"}
+    )
+    result = run.finish(timeout=200)
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    [line] = fault_lines(result.stdout)
+    found = re.fullmatch(
+        r"fault: cut worker-1 off at step 6 for 120s: cut at step \d+, healed (\d+\.\d)s later; "
+        r"worker-1 ended (\d+\.\d)s after the cut",
+        line,
+    )
+    # Lost within the fail-fast bound for a peer cut off (30 s, docs/failures.md), and healed as it ended.
+    assert found and float(found[2]) < 30 and float(found[1]) <= float(found[2]) + 1, line
+    assert any("lost peer" in problem for problem in problems(result.stdout)), result.stdout[-3000:]
+
+
+def test_a_fault_the_training_never_reaches_fails_the_run(scripts_run):
+    result = scripts_run("--network", "lan", "--fault", "cut worker-0 at step 5000 for 1s").finish(timeout=200)
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    assert fault_lines(result.stdout) == [
+        "fault: cut worker-0 off at step 5000 for 1s: not reached, the training ended first"
+    ]
+    assert problems(result.stdout) == [
+        "fault never injected: cut worker-0 off at step 5000 for 1s (the training ended before it): "
+        "the run did not test it"
+    ]
 
 
 def test_partition_names_bad_input_in_one_line():

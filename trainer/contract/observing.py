@@ -6,3 +6,6 @@ tests/unit/runtime/observer/test_observer.py holds the two the same.
 """
 
 VARIABLE = "TFCLUSTER_OBSERVER"
+# The file the observer keeps the training's progress in (trainer/observer/progress.py), in the
+# results directory, where a shaper times its faults by it (trainer/shaper/schedule.py).
+PROGRESS = "TFCLUSTER_PROGRESS"

@@ -57,6 +57,11 @@ class WorkerFiles:
     def reserve(self) -> Path:
         return self.directory / f"{self.name}.reserve"
 
+    @property
+    def progress(self) -> Path:
+        """The training's progress, as the observer in the program keeps it (trainer/observer/progress.py)."""
+        return self.directory / f"{self.name}.progress"
+
 
 def volume_size(directory: Path) -> int | None:
     """The size in bytes of the file system `directory` is on, if it can be told."""
@@ -91,6 +96,10 @@ class Recorder:
     @property
     def directory(self) -> Path:
         return self._files.directory
+
+    @property
+    def progress(self) -> Path:
+        return self._files.progress
 
     def log_line(self, line: str) -> None:
         with self._guard:

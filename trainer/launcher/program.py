@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
-from trainer.contract import gate, stacks
+from trainer.contract import gate, observing, stacks
 from trainer.contract.console import Log, show
 from trainer.contract.settings import LaunchSettings
 from trainer.contract.usage import Usage
@@ -43,6 +43,17 @@ def honours_gate(command: list[str]) -> bool:
         and command[1] == "-m"
         and command[2] in GATED_MODULES
     )
+
+
+def _progress(recorder: Log | None) -> dict[str, str]:
+    """Where the observer keeps the training's progress (trainer/observer/progress.py), beside the
+    results recorder's files, made fresh: one left by an earlier run of this worker must time nothing."""
+    path = getattr(recorder, "progress", None)
+    if path is None:
+        return {}
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+    return {observing.PROGRESS: str(path)}
 
 
 class Program:
@@ -80,7 +91,8 @@ class Program:
         self._observed = ObservedRecord()
         # Every Python program of the image then dumps its stack on request (trainer/contract/stacks.py),
         # and its observer records its strategy and model states (trainer/observer/).
-        environment = {**self._environment, stacks.VARIABLE: "1", **self._observed.variables(), **(variables or {})}
+        environment = {**self._environment, stacks.VARIABLE: "1", **self._observed.variables()}
+        environment |= _progress(self._recorder) | (variables or {})
         self._process = None
         if self._forking is not None:
             self._process = forked.start(self._command, environment, pass_fds, self._forking, self._say)

@@ -42,9 +42,10 @@ def install(environ=os.environ) -> bool:
     path = environ.get(VARIABLE)
     if not path:
         return False
-    from . import imports, journal, patches, points  # Standard library only until TensorFlow is there.
+    from . import imports, journal, patches, points, progress  # Standard library only until TensorFlow is there.
 
-    observer = points.Observer(journal.Journal(path))
+    kept = environ.get(progress.VARIABLE)
+    observer = points.Observer(journal.Journal(path), progress.Progress(kept) if kept else None)
     for module in patches.TENSORFLOW:
         imports.after_import(module, observer.tensorflow_module_imported)
     imports.after_import("tf_keras", observer.keras_imported)

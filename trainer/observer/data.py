@@ -98,7 +98,8 @@ class Stream:
 class Deliveries:
     """Every stream of elements the program's distributed iterators delivered, and which trained."""
 
-    def __init__(self):
+    def __init__(self, on_training_step=None):
+        self._on_training_step = on_training_step  # Called as each training step takes its input.
         self._streams: list[Stream] = []
         self._by_graph: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._eager: Stream | None = None
@@ -128,6 +129,8 @@ class Deliveries:
 
         def seen(*arrays):
             stream.add(list(arrays), per_replica)
+            if stream.training and self._on_training_step is not None:
+                self._on_training_step()
             return []
 
         tf.numpy_function(seen, tensors, [], stateful=True, name="tfcluster_observed_input")

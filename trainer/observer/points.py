@@ -33,12 +33,14 @@ def guarded(method):
 
 
 class Observer:
-    def __init__(self, journal):
+    def __init__(self, journal, progress=None):
         self.journal = journal
+        self._progress = progress  # The training's progress, for faults timed by it (trainer/observer/progress.py).
         self.failed: set[str] = set()
         self._variables: list[weakref.ref] = []  # Every variable the program made, in order.
         self._training = training.Training()  # What the optimizers trained, held alive.
-        self._data = data.Deliveries()  # What the distributed datasets delivered, example by example.
+        # What the distributed datasets delivered, example by example.
+        self._data = data.Deliveries(on_training_step=progress.stepped if progress else None)
         self._updates: set[tuple] = set()  # How each optimizer's gradients were reduced, each kind once.
         self._updating = threading.local()  # An update inside another (a base class's, an inner optimizer's).
         self._prune_at = PRUNE_AT
@@ -116,6 +118,8 @@ class Observer:
         optimizer = getattr(model, "optimizer", None)
         metrics = {key: float(value) for key, value in (logs or {}).items() if _is_number(value)}
         self._data.epoch_ended()
+        if self._progress is not None:
+            self._progress.epoch_ended()
         self._record("epoch", epoch + 1, [*model.variables, *variables_of(optimizer)], optimizer, logs=metrics)
 
     @guarded

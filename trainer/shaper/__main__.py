@@ -4,7 +4,9 @@ Run as a service of compose.network.yaml (`network_mode: service:worker-N`, NET_
 applies the profile (trainer/shaper/profiles.py) to the worker's links, starts the delaying relay where
 the profile adds latency, measures every link to the other workers' shapers, writes what it found
 to the results directory (`network-<worker>.json`, which the worker's launcher waits for before
-training and the verifier reports), and then stays until the worker's launcher has ended.
+training and the verifier reports), and then stays until the worker's launcher has ended, cutting
+its worker off and healing it as the faults of `TF_NETWORK_FAULTS` for it come due
+(trainer/shaper/schedule.py).
 
 `partition` cuts the worker off (every packet in or out of its interface dropped; `partition in`
 or `partition out`: one way only, what arrives at it or what leaves it); `heal` undoes it.
@@ -15,17 +17,21 @@ Exit codes: 0 done, 2 bad configuration or rules the kernel refused, 143 stopped
 
 import asyncio
 import fcntl
+import functools
 import json
 import os
 import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
 from trainer.contract import shaping
 from trainer.contract.console import config_error
+from trainer.contract.faults import VARIABLE as FAULTS
+from trainer.contract.faults import record_path
 from trainer.contract.resultsdir import WorkerFiles
-from trainer.shaper import probe, relay, rules
+from trainer.shaper import probe, relay, rules, schedule
 from trainer.shaper.checks import Check, checks
 from trainer.shaper.profiles import Profile
 from trainer.shaper.settings import ShaperSettings
@@ -136,6 +142,9 @@ async def shape(settings: ShaperSettings) -> int:
         if not me:
             raise ValueError("`SHAPED_WORKER` must name the worker whose network this is")
         tf_port, others, run_id = cluster_of(files, MEASURE_TIMEOUT)
+        strangers = [fault.describe() for fault in settings.faults if fault.worker not in [me, *others]]
+        if strangers:
+            raise ValueError(f"`{FAULTS}`: {strangers[0]}: no such worker in this cluster ({', '.join([me, *others])})")
     except ValueError as error:
         return config_error("shaper", str(error))
     say(f"{me}: profile {profile.describe()}")
@@ -157,8 +166,28 @@ async def shape(settings: ShaperSettings) -> int:
     write_report(settings.results_dir, me, report)
     ok = report["ok"]
     say(f"{me}: shaping {'in place' if ok else 'NOT as the profile asks'}; staying until the worker ends")
+    ended = threading.Event()
+    mine = [fault for fault in settings.faults if fault.worker == me]
+    faults = loop.run_in_executor(
+        None,
+        functools.partial(
+            schedule.run,
+            mine,
+            progress=files.progress,
+            record=Path(record_path(settings.results_dir, me)),
+            cut=rules.partition,
+            heal=rules.heal,
+            ended=ended,
+            say=say,
+        ),
+    )
     await loop.run_in_executor(None, wait_for_worker_end, files)
+    ended.set()
     server.close()
+    try:
+        await faults
+    except rules.RuleError as error:
+        return config_error("shaper", str(error))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The shaper's settings: which worker, where its results go, and the network profile it applies.
+"""The shaper's settings: which worker, where its results go, the network profile it applies, its faults.
 
 TF_NETWORK_PROFILE names the base profile (default lan, trainer/shaper/profiles.py); each
 TF_NETWORK_* field set overrides the base's, and the profile is then called `NAME+custom`.
@@ -6,6 +6,9 @@ TF_NETWORK_* field set overrides the base's, and the profile is then called `NAM
 
 import dataclasses
 
+from trainer.contract.faults import VARIABLE as FAULTS
+from trainer.contract.faults import Fault
+from trainer.contract.faults import parse as parse_faults
 from trainer.contract.settings import Settings, setting
 from trainer.shaper.profiles import PROFILES, Profile
 
@@ -35,8 +38,11 @@ class ShaperSettings(Settings):
     jitter_ms: float | None = _override("TF_NETWORK_JITTER_MS", at_most=10_000)
     loss: float | None = _override("TF_NETWORK_LOSS", at_most=0.5, kind=fraction)
     rate_mbit: float | None = _override("TF_NETWORK_RATE_MBIT", at_most=100_000)
+    # Cuts timed by training progress (trainer/contract/faults.py), of any worker: each shaper applies its own's.
+    faults_text: str = setting(env=FAULTS, default="")
     # The base profile with the overrides: derived, so made (and its jitter checked) with the settings.
     profile: Profile = dataclasses.field(init=False, repr=False, compare=False)
+    faults: tuple[Fault, ...] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         super().__post_init__()
@@ -49,3 +55,4 @@ class ShaperSettings(Settings):
         name = f"{base.name}+custom" if overrides else base.name
         # Frozen: a derived field is set the way dataclasses set fields themselves.
         object.__setattr__(self, "profile", dataclasses.replace(base, name=name, **overrides))
+        object.__setattr__(self, "faults", tuple(parse_faults(self.faults_text)))

@@ -15,7 +15,7 @@ from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.settings import KeeperSettings, LaunchSettings, VerifierSettings
-from trainer.verifier import given_exits, render, sources
+from trainer.verifier import faults, given_exits, render, sources
 from trainer.verifier.recovery import from_keeper
 from trainer.verifier.verdict import WorkerReport, judge
 
@@ -191,6 +191,7 @@ def main(argv: list[str]) -> int:
         return config_error("verify", str(error))
     recovery = None
     shaped: tuple[str, ...] = ()
+    injected: tuple[dict, ...] = ()
     if arguments.results:
         if names is None:
             return config_error("verify", "--results needs the expected workers: --workers or TF_WORKER_HOSTS")
@@ -208,6 +209,7 @@ def main(argv: list[str]) -> int:
         else:
             reports = sources.from_results_dir(arguments.results, names, timeout=timeout, start_timeout=start_timeout)
         shaped = sources.network_reports(arguments.results, names)
+        injected = faults.records(arguments.results, names)
     else:
         try:
             reports = saved_logs(arguments)
@@ -219,6 +221,7 @@ def main(argv: list[str]) -> int:
         tolerance=arguments.tolerance,
         recovery=recovery,
         network=shaped,
+        faults=injected,
         cluster=cluster,
         unknown_exits_fail=not arguments.allow_unknown_exits,
         data_replicated=intent.data_sharding == "replicated",

@@ -18,6 +18,7 @@ import math
 from trainer.contract.exitcodes import ExitCode
 from trainer.verifier import causes
 from trainer.verifier.causes import Cause
+from trainer.verifier.faults import problems as fault_problems
 from trainer.verifier.metrics import IDENTITY_KEYS
 from trainer.verifier.reasons import one_line
 from trainer.verifier.recovery import Recovery
@@ -72,6 +73,8 @@ class Verdict:
     expected_workers: int
     recovery: Recovery | None = None  # What the keeper did, when there is one.
     network: tuple[str, ...] = ()  # Each shaper's profile and measured links (compose.network.yaml).
+    # The network faults the shapers injected, as they recorded them (trainer/verifier/faults.py).
+    faults: tuple[dict, ...] = ()
     straggler: str | None = None  # The slowest worker, when the spread is large: information, not a problem.
     # What the workers' model states, strategies and traffic showed (trainer/verifier/synchronization.py).
     synchronization: Synchronization = dataclasses.field(
@@ -85,7 +88,12 @@ class Verdict:
         # it stopped on giving up show only as killed.
         workers = causes.in_order(self.workers, cluster=max(self.expected_workers, len(self.workers)))
         return (
-            keeper + workers + self.synchronization.differences + self.synchronization.data.problems + self.differences
+            keeper
+            + workers
+            + self.synchronization.differences
+            + self.synchronization.data.problems
+            + self.differences
+            + fault_problems(self.faults)
         )
 
     @property
@@ -100,6 +108,7 @@ def judge(
     tolerance: float = 0.0,
     recovery: Recovery | None = None,
     network: tuple[str, ...] = (),
+    faults: tuple[dict, ...] = (),
     cluster: list[str] | None = None,
     unknown_exits_fail: bool = False,
     data_replicated: bool = False,
@@ -145,6 +154,7 @@ def judge(
         expected_workers=expected_workers,
         recovery=recovery,
         network=network,
+        faults=faults,
         straggler=slowest_worker((report.name, report.usage) for report in reports),
         synchronization=synchronization,
     )

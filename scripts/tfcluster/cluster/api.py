@@ -23,7 +23,16 @@ from tfcluster import paths
 from tfcluster.ci import junit
 from tfcluster.cluster import cancel, composefiles, dryrun, runs, scaling, slowdown
 from tfcluster.cluster.compose import ComposeProject
-from tfcluster.cluster.plan import BASE_FILE, Plan, check_network, check_tag, check_warm, junit_path, trainer_script_of
+from tfcluster.cluster.plan import (
+    BASE_FILE,
+    Plan,
+    check_faults,
+    check_network,
+    check_tag,
+    check_warm,
+    junit_path,
+    trainer_script_of,
+)
 from tfcluster.cluster.result import Run
 from tfcluster.cluster.steps import CANCEL_STOP, DOWN, Execution
 from tfcluster.cluster.warm import WarmCluster
@@ -65,10 +74,9 @@ class Cluster:
     # The Compose project to run as, taken or refused (default: COMPOSE_PROJECT_NAME, else
     # compose.yaml's, tfcluster; NAME-2, NAME-3... while another run holds it).
     name: str | None = None
-    # On the warm cluster (scripts/run --warm): its workers stay up, and every run is forked.
-    warm: bool = False
-    # worker-0 as TF_CONFIG's `chief`, the others as the `worker` job (scripts/run --chief).
-    chief: bool = False
+    warm: bool = False  # On the warm cluster (scripts/run --warm): its workers stay up, and every run is forked.
+    chief: bool = False  # worker-0 as TF_CONFIG's `chief`, the others as the `worker` job (scripts/run --chief).
+    faults: Sequence[str] = ()  # With `network`, scripts/run --fault's clauses: "cut worker-1 at step 8 for 5s".
     # Where TRAINER_SCRIPT, EXTRA_REQUIREMENTS, TFCLUSTER_IMAGE and the settings are read from.
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
@@ -76,6 +84,7 @@ class Cluster:
         """The run this asks for, checked; raises Refusal, before anything is done."""
         self._check_types()
         check_network(self.workers, self.recover, self.network)
+        faults = check_faults(self.faults, self.network, scaling.worker_names(self.workers))
         check_warm(self.warm, self.recover, self.network)
         trainer_script = trainer_script_of(self.environ, self.project is not None)
         check_tag(self.tag, self.bake)
@@ -101,6 +110,7 @@ class Cluster:
             warm=self.warm,
             socket_gid=_socket_gid(self.environ) if self.recover else None,
             chief=self.chief,
+            faults=faults,
         )
 
     def _project_name(self) -> tuple[str, bool]:

@@ -23,6 +23,7 @@ from tfcluster.cluster.plan import (
 from tfcluster.cluster.steps import SETUP
 from tfcluster.project import baking, layout
 from tfcluster.project.options import Project
+from trainer.contract.faults import parse as parse_faults
 
 
 def describe(plan: Plan, environ) -> str:
@@ -102,6 +103,8 @@ def _options_lines(plan: Plan, texts: dict[str, str], variables: dict[str, str])
     if plan.profile:
         shapers = ", ".join(f"shaper-{index}" for index in range(plan.worker_count))
         lines.append(f"network        profile {plan.profile}, applied and measured by {shapers}")
+        for fault in parse_faults("; ".join(plan.faults)):
+            lines.append(f"fault          {fault.describe()}, by shaper-{fault.worker.removeprefix('worker-')}")
     else:
         lines.append("network        not shaped")
     if plan.recover:
@@ -223,6 +226,8 @@ def arguments_of(plan: Plan) -> list[str]:
         arguments.append("--recover")
     if plan.profile:
         arguments += ["--network", plan.profile]
+    for clause in plan.faults:
+        arguments += ["--fault", clause]
     if plan.chief:
         arguments.append("--chief")
     arguments += slowdown.arguments(plan.slowed)

@@ -17,6 +17,8 @@ from tfcluster.cluster.scaling import NETWORK_FILE
 from tfcluster.errors import Refusal
 from tfcluster.project import envfiles
 from tfcluster.project.options import Project
+from trainer.contract.faults import VARIABLE as FAULTS
+from trainer.contract.faults import parse as parse_faults
 from trainer.contract.shaping import PROFILE_NAMES
 
 PROFILES = PROFILE_NAMES
@@ -43,10 +45,8 @@ class Plan:
     # Absolute, since Compose resolves a relative one from the project, not from where the user is.
     trainer_script: str | None
     project: Project | None = None
-    # --slow: each slowed worker's CPU limit, by name.
-    slowed: dict[str, float] = field(default_factory=dict)
-    # --dev: this checkout's trainer/ mounted over the image's.
-    dev: bool = False
+    slowed: dict[str, float] = field(default_factory=dict)  # --slow: each slowed worker's CPU limit, by name.
+    dev: bool = False  # --dev: this checkout's trainer/ mounted over the image's.
     # --junit: where the verdict goes as JUnit XML (absolute: the run works from the project's root).
     junit: str | None = None
     # Whether the run reads the verdict back as data once it has ended (the Python API's Run does).
@@ -64,6 +64,7 @@ class Plan:
     socket_gid: int | None = None
     # --chief: worker-0 is TF_CONFIG's `chief`, as TFJob writes it (TF_CHIEF=1).
     chief: bool = False
+    faults: tuple[str, ...] = ()  # --fault: cuts timed by training progress (trainer/contract/faults.py).
 
     @property
     def folder(self) -> str:
@@ -177,6 +178,7 @@ class Plan:
             environment |= _project_environment(self.project, baked_image, paths.ROOT / self.generated(ENV_FILE))
         if self.profile:
             environment["TF_NETWORK_PROFILE"] = self.profile
+            environment[FAULTS] = "; ".join(self.faults)  # Set even when empty: none from an earlier shell.
         if self.chief:
             environment["TF_CHIEF"] = "1"
         if self.recover and self.socket_gid is not None:
@@ -216,6 +218,21 @@ def check_network(workers: int, recover: bool, network: str | None) -> None:
         # A shaper lives in its worker's network namespace, which a restarted worker does not keep.
         if recover:
             raise Refusal("--network and --recover do not go together (a restarted worker loses its shaper)")
+
+
+def check_faults(clauses, network: str | None, workers: list[str]) -> tuple[str, ...]:
+    """--fault's clauses, each checked (trainer/contract/faults.py); raises Refusal."""
+    if isinstance(clauses, str):
+        raise Refusal(f"faults={clauses!r}: a list of clauses, such as ['cut worker-1 at step 8 for 5s']")
+    clauses = tuple(clauses)
+    if clauses and not network:
+        raise Refusal("--fault goes with --network (the shapers cut and heal; --network lan shapes nothing else)")
+    for clause in clauses:
+        try:
+            parse_faults(clause, workers)
+        except ValueError as error:
+            raise Refusal(f"--fault {str(error).split(': ', 1)[1]}") from None
+    return clauses
 
 
 def check_warm(warm: bool, recover: bool, network: str | None) -> None:

@@ -18,6 +18,7 @@ from tfcluster.cluster.plan import PROFILES
 from tfcluster.commands.parsing import HELP_WIDTH, Parser, one_of, whole_number
 from tfcluster.errors import Refusal
 from tfcluster.project import baking, layout, names
+from trainer.contract.faults import GRAMMAR
 
 DESCRIPTION = """\
 Sets up what is missing (scripts/setup), trains the cluster and prints the verdict: every worker
@@ -100,6 +101,7 @@ def parser() -> Parser:
         value_names={
             "--workers": "a number",
             "--network": "a profile",
+            "--fault": "a clause",
             "--slow": "NAME=CPUS",
             "--project": "a folder",
             "--command": "a command",
@@ -134,13 +136,7 @@ def add_cluster_options(parser: Parser) -> None:
         help="add the keeper (compose.recovery.yaml): after a failure it restarts the whole cluster, "
         "which resumes from the last checkpoint (default: off)",
     )
-    parser.add_argument(
-        "--network",
-        type=one_of(*PROFILES),
-        metavar="PROFILE",
-        help=f"shape the links between the workers: {', '.join(PROFILES[:-1])} or {PROFILES[-1]} (a shaper by "
-        "each, compose.network.yaml; default: none, unshaped); not with --workers 1 or --recover",
-    )
+    add_network_options(parser)
     parser.add_argument(
         "--chief",
         action="store_true",
@@ -177,6 +173,26 @@ def add_cluster_options(parser: Parser) -> None:
         "--warm-down",
         action="store_true",
         help="take the warm cluster down (its containers, network and volumes) and exit",
+    )
+
+
+def add_network_options(parser: Parser) -> None:
+    """The links between the workers: their profile, and faults timed by training progress."""
+    parser.add_argument(
+        "--network",
+        type=one_of(*PROFILES),
+        metavar="PROFILE",
+        help=f"shape the links between the workers: {', '.join(PROFILES[:-1])} or {PROFILES[-1]} (a shaper by "
+        "each, compose.network.yaml; default: none, unshaped); not with --workers 1 or --recover",
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="CLAUSE",
+        help=f"with --network: cut a worker off when its training gets there, then heal it: '{GRAMMAR}', "
+        "such as 'cut worker-1 at step 8 for 5s' or 'cut worker-2 out at epoch 2 for 30s'; the verdict "
+        "records each (repeat it for more; default: none)",
     )
 
 
@@ -290,6 +306,7 @@ def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:
         name=arguments.name,
         warm=arguments.warm,
         chief=arguments.chief,
+        faults=tuple(arguments.fault),
         environ=environ,
     )
 

@@ -241,3 +241,13 @@ def test_the_dry_run_of_a_network_profile_on_four_workers_shapes_every_one(sandb
     assert "network        profile wan, applied and measured by shaper-0, shaper-1, shaper-2, shaper-3\n" in text
     assert "scripts/workers.py 4 --network" in text
     sandbox.assert_untouched()
+
+
+def test_the_dry_run_shows_each_fault_and_the_shaper_that_injects_it(sandbox):
+    result = sandbox.run(
+        "scripts/run", "--dry-run", "--network", "lan", "--fault", "cut worker-1 out at epoch 2 for 20s"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "fault          cut worker-1 off one way (what leaves it) at epoch 2 for 20s, by shaper-1\n" in result.stdout
+    assert "TF_NETWORK_FAULTS='cut worker-1 out at epoch 2 for 20s'" in result.stdout
+    sandbox.assert_untouched()

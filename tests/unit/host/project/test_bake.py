@@ -23,7 +23,7 @@ RUN = ".tfcluster/runs/tfcluster"
 
 def test_the_help_offers_baking(sandbox):
     text = sandbox.run("scripts/run", "--help").stdout
-    assert "[--bake] [--tag NAME]" in text
+    assert "[--bake] [--tag NAME]" in " ".join(text.split())
     assert re.search(r"^  --bake +with --project: copy DIR into an image of its own", text, re.MULTILINE)
     assert re.search(r"^  --tag NAME +with --bake: the baked image's name", text, re.MULTILINE)
     assert "scripts/run --project examples/custom-loop --bake" in text

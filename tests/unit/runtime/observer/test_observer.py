@@ -12,7 +12,7 @@ import textwrap
 
 from tests.conftest import ROOT
 from trainer.contract import observing
-from trainer.observer import VARIABLE, imports, install, journal
+from trainer.observer import VARIABLE, imports, install, journal, progress
 from trainer.verifier.observed import sessions
 
 
@@ -26,6 +26,23 @@ def run(code: str, tmp_path, **variables) -> subprocess.CompletedProcess:
 
 def test_the_launcher_and_the_observer_spell_the_variable_alike():
     assert VARIABLE == observing.VARIABLE
+    assert progress.VARIABLE == observing.PROGRESS
+
+
+def test_the_progress_file_counts_steps_and_epochs_and_never_raises(tmp_path, monkeypatch):
+    path = tmp_path / "worker-1.progress"
+    kept = progress.Progress(str(path))
+    assert json.loads(path.read_text()) | {"time": 0} == {"steps": 0, "epochs": 0, "first_step": None, "time": 0}
+    kept.stepped()  # The first step is written at once, with its time.
+    first = json.loads(path.read_text())
+    assert first["steps"] == 1 and first["first_step"] is not None
+    monkeypatch.setattr(progress, "INTERVAL", 3600)
+    kept.stepped()
+    assert json.loads(path.read_text())["steps"] == 1  # Not more often than the interval.
+    kept.epoch_ended()  # An epoch's end is written at once.
+    assert json.loads(path.read_text())["steps"] == 2 and json.loads(path.read_text())["epochs"] == 1
+    assert [entry.name for entry in tmp_path.iterdir()] == ["worker-1.progress"]  # Whole, by a rename.
+    progress.Progress(str(tmp_path / "missing" / "worker-1.progress")).stepped()  # No folder: nothing, no error.
 
 
 def test_a_hook_runs_once_the_module_has_run_and_the_module_keeps_its_own_loader(tmp_path):
