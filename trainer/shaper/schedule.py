@@ -50,11 +50,6 @@ def run(
     """Each fault in turn, until the last or the worker's end (`ended`); what it did, as recorded."""
     done: list[dict] = []
     _go_through(faults, done, progress=progress, record=record, cut=cut, heal=heal, ended=ended, say=say)
-    if any(entry["reached"] for entry in done):
-        ended.wait()
-        for entry in done:  # When the worker's launcher let go: how long the cluster went on after a cut.
-            entry["worker_ended_at"] = time.time()
-        _write(record, done)
     return done
 
 
@@ -77,7 +72,7 @@ def _go_through(faults, done: list[dict], *, progress, record, cut, heal, ended,
         }
         done.append(entry)
         _write(record, done)
-        say(f"{fault.worker}: {fault.describe()}: cut at step {entry['step']}")
+        say(f"{fault.describe()}: cut at step {entry['step']}")
         ended.wait(fault.seconds)
         heal()
         entry["healed_at"] = time.time()

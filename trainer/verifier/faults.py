@@ -10,16 +10,24 @@ import json
 from pathlib import Path
 
 from trainer.contract.faults import record_path
+from trainer.contract.resultsdir import WorkerFiles
 
 
 def records(directory: Path, names: list[str]) -> tuple[dict, ...]:
-    """Every worker's recorded faults, in the workers' order, each in the order it was applied."""
+    """Every worker's recorded faults, in the workers' order, each in the order it was applied,
+    with when the worker ended (`worker_ended_at`: its final status's time, written as its launcher
+    finished; the verdict comes after every worker's end, and may come before its shaper's last word)."""
     found = []
     for name in names:
         try:
-            found += json.loads(Path(record_path(str(directory), name)).read_text(encoding="utf-8"))
+            entries = json.loads(Path(record_path(str(directory), name)).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue  # No fault for this worker (or no shaper at all).
+        try:
+            ended = WorkerFiles(Path(directory), name).status.stat().st_mtime
+        except OSError:
+            ended = None
+        found += [entry | {"worker_ended_at": ended} for entry in entries]
     return tuple(found)
 
 
@@ -27,10 +35,12 @@ def line(entry: dict) -> str:
     if not entry.get("reached"):
         return f"fault: {entry['fault']}: not reached, the training ended first"
     said = f"fault: {entry['fault']}: cut at step {entry.get('step')}"
-    if entry.get("healed_at") is not None:
-        said += f", healed {entry['healed_at'] - entry['cut_at']:.1f}s later"
-    if entry.get("worker_ended_at") is not None:
-        said += f"; {entry['worker']} ended {entry['worker_ended_at'] - entry['cut_at']:.1f}s after the cut"
+    healed, ended = entry.get("healed_at"), entry.get("worker_ended_at")
+    if healed is not None and (ended is None or healed <= ended):
+        said += f", healed {healed - entry['cut_at']:.1f}s later"
+    if ended is not None:
+        still = "" if healed is not None and healed <= ended else ", still cut off"
+        said += f"; {entry['worker']} ended {ended - entry['cut_at']:.1f}s after the cut{still}"
     return said
 
 

@@ -2,6 +2,7 @@
 schedule (trainer/shaper/schedule.py), against a progress file written as the observer writes it."""
 
 import json
+import re
 import threading
 import time
 
@@ -85,17 +86,26 @@ def test_a_fault_is_cut_when_the_training_reaches_it_then_healed_and_recorded(tm
     while ("heal",) not in calls and time.monotonic() < deadline:
         time.sleep(schedule.POLL)
     assert calls == [("cut", "both", after["steps"]), ("heal",)]
-    ended.set()  # The worker's launcher lets go: the schedule notes when, and is done.
     running.join(timeout=5)
     assert not running.is_alive()
     [entry] = json.loads(record.read_text())
     assert entry["reached"] is True and entry["step"] == after["steps"] and entry["fault"] == fault.describe()
     assert 0.1 <= entry["healed_at"] - entry["cut_at"] < 1
-    assert entry["worker_ended_at"] >= entry["healed_at"]
-    assert faults_of_verdict.line(entry).startswith(
-        f"fault: {fault.describe()}: cut at step {after['steps']}, healed 0."
+    # The verdict takes the worker's end from its final status, written as its launcher finished.
+    (tmp_path / "worker-1.status").write_text("{}")
+    [judged] = faults_of_verdict.records(tmp_path, ["worker-0", "worker-1"])
+    assert judged["worker_ended_at"] >= entry["healed_at"]
+    assert re.fullmatch(
+        rf"fault: {re.escape(fault.describe())}: cut at step {after['steps']}, healed 0\.\ds later; "
+        r"worker-1 ended \d+\.\ds after the cut",
+        faults_of_verdict.line(judged),
     )
-    assert faults_of_verdict.problems((entry,)) == ()
+    assert faults_of_verdict.problems((judged,)) == ()
+    # A worker that ended during the cut (its peers lost it) is said to have, still cut off.
+    during = judged | {"healed_at": None, "worker_ended_at": entry["cut_at"] + 8.04}
+    assert faults_of_verdict.line(during) == (
+        f"fault: {fault.describe()}: cut at step {after['steps']}; worker-1 ended 8.0s after the cut, still cut off"
+    )
 
 
 def test_a_fault_the_training_never_reaches_is_recorded_as_not_cut(tmp_path):
@@ -115,7 +125,9 @@ def test_a_fault_the_training_never_reaches_is_recorded_as_not_cut(tmp_path):
     assert [entry["reached"] for entry in done] == [False] == [e["reached"] for e in json.loads(record.read_text())]
     assert said == ["worker-1: its training ended before step 5: not cut"]
     # The verdict says so, and fails: the run did not test what it was asked to.
-    assert faults_of_verdict.records(tmp_path, ["worker-0", "worker-1"]) == tuple(done)
+    assert faults_of_verdict.records(tmp_path, ["worker-0", "worker-1"]) == tuple(
+        entry | {"worker_ended_at": None} for entry in done
+    )
     assert (
         faults_of_verdict.line(done[0])
         == "fault: cut worker-1 off at step 5 for 1s: not reached, the training ended first"
