@@ -95,7 +95,7 @@ class Examples:
         read = sampled = 0
         for step, size in enumerate(self.sizes or ()):
             read, sampled = read + size, sampled + new[step]
-            margin = 0.0 if self.complete else 3 / math.sqrt(max(sampled, 9))
+            margin = 0.0 if self.complete else _error(sampled)
             if read > sampled / fraction * (1 + margin):
                 return step
         return None
@@ -208,6 +208,12 @@ class _Window:
         return f"in one pass over the data (the first {self.steps} of {self.of} steps)"
 
 
+def _error(sampled: int) -> float:
+    """How far, as a fraction, an estimate from a sketch's `sampled` keys may be off: three of its
+    standard errors (1/sqrt of the sample)."""
+    return 3 / math.sqrt(max(sampled, 9))
+
+
 def _one_pass(seen: dict[str, Examples]) -> _Window | None:
     """The steps before the workers together had read more examples than the distinct ones they read
     over the run, past which the data's repeats begin; None to compare the whole run (shorter than a
@@ -220,9 +226,9 @@ def _one_pass(seen: dict[str, Examples]) -> _Window | None:
         distinct = float(len(union))
     else:
         sampled = sum(1 for key in union if key < bound)
-        # An estimate may be high by a few of its standard errors (1/sqrt of the sample): a pass
-        # taken too long would count the first repeats as shared, so it is taken that much shorter.
-        distinct = sampled / (bound / _SPACE) * (1 - 3 / math.sqrt(max(sampled, 9)))
+        # An estimate may be high: a pass taken too long would count the first repeats as shared,
+        # so it is taken that much shorter.
+        distinct = sampled / (bound / _SPACE) * (1 - _error(sampled))
     steps = max(len(examples.sizes) for examples in seen.values())
     read = list(itertools.accumulate(
         sum(examples.sizes[index] for examples in seen.values() if index < len(examples.sizes))
