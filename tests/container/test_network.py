@@ -156,10 +156,15 @@ def test_a_short_cut_timed_by_training_progress_is_ridden_out_and_recorded(scrip
     # healed 2 s later: shorter than the three missed heartbeats that lose a peer, so training goes on.
     found = re.fullmatch(
         r"fault: cut worker-1 off at step 6 for 2s: cut at step (\d+), healed (\d+\.\d)s later; "
+        r"steps (\d+\.\d+)s each before, (?:none in 2\.\ds|(\d+\.\d+)s each) during, (\d+\.\d+)s each after; "
         r"worker-1 ended (\d+\.\d)s after the cut",
         line,
     )
     assert found and 6 <= int(found[1]) <= 12 and 2.0 <= float(found[2]) < 3, line
+    # The step time: a fraction of a second before; during, no step, or one that waited out the cut;
+    # after, slower than before while TCP's resends back off (0.07 s, then 0.5 s, in one run).
+    before, during, after = (float(found[group]) if found[group] else None for group in (3, 4, 5))
+    assert before < 0.5 and (during is None or during >= 1.0) and after > 0, line
     assert re.search(r"^verdict: PASS: 2 of 2 workers agree", "\n".join(verdict_lines(result.stdout)), re.M)
 
 
@@ -171,8 +176,8 @@ def test_a_cut_longer_than_the_heartbeats_allow_fails_and_says_when_the_worker_e
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     [line] = fault_lines(result.stdout)
     found = re.fullmatch(
-        r"fault: cut worker-1 off at step 6 for 120s: cut at step \d+; worker-1 ended (\d+\.\d)s after the cut, "
-        r"still cut off",
+        r"fault: cut worker-1 off at step 6 for 120s: cut at step \d+(?:; steps [^;]+)?; worker-1 ended (\d+\.\d)s "
+        r"after the cut, still cut off",
         line,
     )
     # Lost within the fail-fast bound for a peer cut off (30 s, docs/failures.md), long before the heal.
@@ -181,6 +186,42 @@ def test_a_cut_longer_than_the_heartbeats_allow_fails_and_says_when_the_worker_e
     said = problems(result.stdout)
     assert [problem.split(":", 1)[0] for problem in said] == ["worker-0", "worker-1"], said
     assert all("exited 5" in problem and "after losing peer(s)" in problem for problem in said), said
+
+
+@pytest.mark.timeout(300)
+def test_a_cut_the_cluster_cannot_ride_out_is_recovered_by_a_restart_with_its_links_shaped_again(scripts_run):
+    run = scripts_run("--network", "wan", "--recover", "--fault", "cut worker-1 at epoch 2 for 120s")
+    result = run.finish(timeout=260)
+    assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
+    said = verdict_lines(result.stdout)
+    # Cut as epoch 2 took its first step (epoch 1's checkpoint saved first), lost within the
+    # fail-fast bound, restarted once from that checkpoint, and never cut again.
+    [line] = fault_lines(result.stdout)
+    found = re.fullmatch(
+        r"fault: cut worker-1 off at epoch 2 for 120s: cut at step [56]; steps \d+\.\d+s each before, none in "
+        r"\d+\.\ds during; the cluster failed (\d+\.\d)s after the cut, still cut off, and restart 1 began it "
+        r"again from its newest checkpoint",
+        line,
+    )
+    assert found and float(found[1]) < 30, line
+    assert "restarts: 1 of at most 3: 1: worker-0 exited 5, resumed from step 4" in said, said
+    assert re.search(
+        r"^verdict: PASS: 2 of 2 workers agree \(after 1 restart\): .*; weights identical", "\n".join(said), re.M
+    )
+    # Cut once by the first run's shaper; the restarted one knew it had been, and did not cut again.
+    assert len(re.findall(r"\| shaper \| cut worker-1 off at epoch 2 for 120s: cut at step", result.stdout)) == 1
+    assert "shaper-1 | shaper | worker-1: 1 fault(s) injected before the restart: not again" in result.stdout
+    # The shapers came back with their workers, into their new namespaces, and measured the links
+    # again, shaped, before the workers trained: the keeper shows their output.
+    again = re.findall(
+        r"^keeper-1 +\| shaper-\d \| shaper \| (worker-\d) -> (worker-\d): rtt ([\d.]+) ms", result.stdout, re.M
+    )
+    assert sorted(link[:2] for link in again) == [("worker-0", "worker-1"), ("worker-1", "worker-0")], result.stdout
+    assert all(40 <= float(rtt) <= 60 for *_, rtt in again), again
+    assert (
+        "keeper | restart 1 of at most 3: worker-0 exited 5; restarting every worker and their 2 network shapers"
+        in (result.stdout)
+    )
 
 
 def test_a_fault_the_training_never_reaches_fails_the_run(scripts_run):

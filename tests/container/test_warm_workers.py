@@ -8,6 +8,7 @@ of the same project trains, weights included. Taken down at the end, with nothin
 
 import json
 import os
+import re
 import shutil
 import subprocess
 
@@ -105,6 +106,64 @@ def test_warm_runs_in_a_row_take_every_edit_survive_a_failure_and_a_keras_change
         assert all(FORKED not in log for log in cold.logs.values())
         assert figures(cold) == figures(first)
         assert final_states(cold) == final_states(first)  # The same weights, bit for bit.
+    finally:
+        Cluster(name=name, environ=environ).down()
+        assert Cluster(name=name, environ=environ).warm_down() == 0
+    assert leftovers(f"{name}-warm") == []
+
+
+def round_trips(run) -> list[tuple[str, str, float]]:
+    """(worker, peer, rtt in ms) of every link the shapers measured for this run."""
+    found = []
+    for line in run.verdict.get("network", []):
+        worker = line.split(":", 1)[0]
+        found += [(worker, peer, float(rtt)) for peer, rtt in re.findall(r"(worker-\d+) rtt ([\d.]+) ms", line)]
+    return found
+
+
+@pytest.mark.timeout(600)
+def test_warm_workers_run_shaped_measured_again_each_run_and_leave_no_rule_behind():
+    name = unique_name("tfc-test")
+    environ = dict(os.environ)
+
+    def run(**settings):
+        return Cluster(name=name, warm=True, network="wan", environ=environ, **settings).run()
+
+    def rules_left() -> dict[str, list[str]]:
+        left = {}
+        for shaper in ("shaper-0", "shaper-1"):
+            container = f"{name}-warm-{shaper}-1"
+            listed = [
+                subprocess.run(
+                    ["docker", "exec", container, "iptables", "-w", "-t", table, "-S"],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                for table in ("filter", "nat")
+            ]
+            left[shaper] = [rule for text in listed for rule in text.splitlines() if "tfcluster" in rule]
+        return left
+
+    try:
+        first = run()
+        assert first.passed, first.problems
+        links = round_trips(first)
+        assert sorted(link[:2] for link in links) == [("worker-0", "worker-1"), ("worker-1", "worker-0")], links
+        assert all(40 <= rtt <= 60 for *_, rtt in links), links
+        # Between runs the warm workers' namespaces hold nothing of the last run's shaping.
+        assert rules_left() == {"shaper-0": [], "shaper-1": []}
+
+        second = run(faults=["cut worker-1 at step 3 for 1s"])
+        assert second.passed, second.problems
+        # The same warm cluster, forked again; each shaper exec'd again for this run.
+        assert all(FORKED in second.logs[worker] for worker in ("worker-0", "worker-1")), second.logs.keys()
+        assert all("shaping in place" in second.logs[shaper] for shaper in ("shaper-0", "shaper-1"))
+        links = round_trips(second)
+        assert len(links) == 2 and all(40 <= rtt <= 60 for *_, rtt in links), links  # Shaped and measured again.
+        [fault] = second.verdict["faults"]
+        assert fault["reached"] and fault["healed_at"] - fault["cut_at"] >= 1.0, fault
+        assert rules_left() == {"shaper-0": [], "shaper-1": []}
     finally:
         Cluster(name=name, environ=environ).down()
         assert Cluster(name=name, environ=environ).warm_down() == 0

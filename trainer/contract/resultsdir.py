@@ -87,6 +87,15 @@ class Recorder:
         self.written = 0
         self._guard = threading.Lock()
         files.directory.mkdir(parents=True, exist_ok=True)
+        # Group-writable, as the volume's root is (compose.yaml): a warm run's own folder is made
+        # here, and the shapers and the keeper write beside the workers as root without the
+        # capability to write where the mode says no, in the workers' group.
+        with contextlib.suppress(OSError):  # Not this process's folder (the volume's root): as it is.
+            files.directory.chmod(0o770)
+        # An earlier run's status and progress go before the lock is taken: whoever sees the lock
+        # held (`live_status`) then finds this run's status, or none yet, never the last one's.
+        for earlier in (files.status, files.progress):
+            earlier.unlink(missing_ok=True)
         self._lock = open(files.lock, "a")  # noqa: SIM115 - held open for the process's lifetime.
         fcntl.flock(self._lock, fcntl.LOCK_EX)
         self._keep_reserve()
@@ -194,6 +203,27 @@ def recorded_exit_code(files: WorkerFiles, *, written_since: float = 0.0) -> int
         return None
     exit_code = status.get("exit_code")
     return exit_code if isinstance(exit_code, int) else None
+
+
+def live_status(files: WorkerFiles) -> dict | None:
+    """The running status of a launcher alive now, or None: none yet, or an ended run's.
+
+    The lock first: a launcher removes an earlier run's status before it takes the lock, so a status
+    read after the lock was seen held is that launcher's (a worker restarted by the keeper leaves
+    its killed run's `running` status behind, with its lock released)."""
+    try:
+        with open(files.lock) as handle:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return None  # Nobody holds it: no launcher is alive.
+    except BlockingIOError:
+        pass
+    except FileNotFoundError:
+        return None
+    try:
+        status = json.loads(files.status.read_text(encoding="utf-8"))
+    except (FileNotFoundError, json.JSONDecodeError):
+        return None
+    return status if status.get("state") == "running" else None
 
 
 def _wait_for_unlock(path: Path, timeout: float) -> bool:

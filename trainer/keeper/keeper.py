@@ -6,7 +6,11 @@ Docker never restarts a container stopped by `docker kill` (a manual stop), so r
 alone cannot bring a cluster back. The keeper watches the project's worker containers (label
 `tfcluster.role=worker`) through the Docker API; when one ends with a failure, it kills the
 others and starts them all again, and they resume from the chief's newest checkpoint
-(trainer/training/checkpoints.py). After TF_RESTART_LIMIT restarts it stops every worker and gives up.
+(trainer/training/checkpoints.py). A network shaper (label `tfcluster.role=shaper`,
+compose.network.yaml) lives in its worker's network namespace, which a restarted worker does not
+keep: the keeper stops the shapers with the workers and starts them again after, into the new
+namespaces, where they shape and measure the links again before the workers train. After
+TF_RESTART_LIMIT restarts it stops every worker and gives up.
 
 It judges from the containers' states, not from the events themselves: an event only wakes it,
 so a death it caused itself, or one it learned of twice, cannot make it act twice. What it did
@@ -24,6 +28,7 @@ by a signal.
 
 import contextlib
 import dataclasses
+import datetime
 import signal
 import sys
 import threading
@@ -38,6 +43,7 @@ from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder
 
 ROLE_LABEL = "tfcluster.role=worker"
+SHAPER_LABEL = "tfcluster.role=shaper"
 # How long a SIGKILLed worker may take to be reported stopped: the engine's own work, seconds at most.
 KILL_WAIT = 30
 PROJECT_LABEL = "com.docker.compose.project"
@@ -73,6 +79,15 @@ class WorkerState:
 _SIGNALS = {number.value: number.name for number in signal.Signals}
 
 
+def _seconds(moment: str) -> float | None:
+    """Docker's RFC 3339 time (as `_sortable` pads it) as seconds since the epoch, or None."""
+    try:
+        whole = datetime.datetime.fromisoformat(moment[:26]).replace(tzinfo=datetime.UTC)
+    except ValueError:
+        return None
+    return whole.timestamp()
+
+
 def _sortable(moment: str) -> str:
     """Docker drops trailing zeros from the nanoseconds; put them back, so text order is time order."""
     head, _, fraction = moment.rstrip("Z").partition(".")
@@ -91,6 +106,7 @@ class Keeper:
     ):
         self._client = client
         self._filters = {"label": [f"{PROJECT_LABEL}={project}", ROLE_LABEL]}
+        self._shaper_filters = {"label": [f"{PROJECT_LABEL}={project}", SHAPER_LABEL]}
         self._limit = limit
         self._recorder = recorder
         # Wall-clock seconds: the engine's event stream ends there (its `until`).
@@ -156,11 +172,21 @@ class Keeper:
             )
             self._kill_all(containers)
             return ExitCode.GAVE_UP
-        self.restarts.append({"failed": {state.name: state.exit_code for state in failed}, "reason": what})
-        self.say(f"restart {len(self.restarts)} of at most {self._limit}: {what}; restarting every worker")
-        self._kill_all(containers)
+        self.restarts.append(
+            {
+                "failed": {state.name: state.exit_code for state in failed},
+                "reason": what,
+                # When the first failed, for the verdict's account of a network fault before it.
+                "failed_at": _seconds(failed[0].finished_at),
+            }
+        )
+        shapers = self._client.containers.list(all=True, filters=self._shaper_filters, ignore_removed=True)
+        also = f" and their {len(shapers)} network shapers" if shapers else ""
+        self.say(f"restart {len(self.restarts)} of at most {self._limit}: {what}; restarting every worker{also}")
+        self._kill_all(containers + shapers)
         since = time.time()
-        for container in containers:
+        # The workers first: each shaper joins its worker's new network namespace as it starts.
+        for container in containers + shapers:
             container.start()
             # `docker compose up` does not follow a container that something else started again.
             threading.Thread(target=self._echo, args=(container, since), daemon=True).start()

@@ -36,12 +36,21 @@ import os
 
 VARIABLE = "TFCLUSTER_OBSERVER"
 
+_installed = None  # The observer `install` made, for `epoch_ended`.
+_installed_for = None  # The record it was made for: a zygote's child installs again for its own.
+
 
 def install(environ=os.environ) -> bool:
     """Watches for TensorFlow's import if the launcher asked for a record; returns whether it did."""
+    global _installed, _installed_for
     path = environ.get(VARIABLE)
     if not path:
         return False
+    if _installed is not None and _installed_for == path:
+        # Python's site module reads the venv's site-packages twice here (once for the venv, once
+        # as the prefix's), and with it the .pth that calls this: a second observer would be a
+        # second progress file writer (seen: one counting the steps, the other the epochs).
+        return True
     from . import imports, journal, patches, points, progress  # Standard library only until TensorFlow is there.
 
     kept = environ.get(progress.VARIABLE)
@@ -50,4 +59,16 @@ def install(environ=os.environ) -> bool:
         imports.after_import(module, observer.tensorflow_module_imported)
     imports.after_import("tf_keras", observer.keras_imported)
     imports.after_import("keras", observer.keras_imported)
+    _installed, _installed_for = observer, path
     return True
+
+
+def epoch_ended() -> None:
+    """For a training loop of your own: an epoch has ended (Keras `fit`'s epochs are seen without it).
+
+    A loop that steps through one iterator has no epochs anyone else can see; a fault timed `at
+    epoch N` (trainer/contract/faults.py) needs them. A program calls it as
+    `sys.modules.get("_tfcluster_observer")`, which is None outside this project's image.
+    """
+    if _installed is not None:
+        _installed.loop_epoch_ended()

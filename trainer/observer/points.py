@@ -123,6 +123,12 @@ class Observer:
         self._record("epoch", epoch + 1, [*model.variables, *variables_of(optimizer)], optimizer, logs=metrics)
 
     @guarded
+    def loop_epoch_ended(self) -> None:
+        """A training loop's own epoch end (the package's `epoch_ended`): progress only, no record."""
+        if self._progress is not None:
+            self._progress.epoch_ended()
+
+    @guarded
     def checkpoint_written(self, checkpoint) -> None:
         import tensorflow as tf
 

@@ -24,6 +24,7 @@ class Progress:
         self._lock = threading.Lock()
         self._steps = 0
         self._epochs = 0
+        self._epoch_step = 0  # The steps taken when the last epoch ended.
         self._first_step: float | None = None  # Wall time, as other containers' clocks read it.
         self._written = 0.0
         self._write()
@@ -41,13 +42,20 @@ class Progress:
     def epoch_ended(self) -> None:
         with self._lock:
             self._epochs += 1
+            self._epoch_step = self._steps
             self._write()
 
     def _write(self) -> None:
         if not self._path:
             return
         self._written = time.monotonic()
-        record = {"steps": self._steps, "epochs": self._epochs, "first_step": self._first_step, "time": time.time()}
+        record = {
+            "steps": self._steps,
+            "epochs": self._epochs,
+            "epoch_step": self._epoch_step,
+            "first_step": self._first_step,
+            "time": time.time(),
+        }
         temporary = f"{self._path}.tmp"
         try:
             with open(temporary, "w", encoding="utf-8") as file:

@@ -8,6 +8,10 @@ training and the verifier reports), and then stays until the worker's launcher h
 its worker off and healing it as the faults of `TF_NETWORK_FAULTS` for it come due
 (trainer/shaper/schedule.py).
 
+When its worker ends it removes its rules: a warm worker's namespace outlives the run, and the
+next run's shaper shapes it again (it also clears what an earlier one left, should one have been
+stopped first).
+
 `partition` cuts the worker off (every packet in or out of its interface dropped; `partition in`
 or `partition out`: one way only, what arrives at it or what leaves it); `heal` undoes it.
 scripts/partition runs them in a worker's shaper.
@@ -30,7 +34,7 @@ from trainer.contract import shaping
 from trainer.contract.console import config_error
 from trainer.contract.faults import VARIABLE as FAULTS
 from trainer.contract.faults import record_path
-from trainer.contract.resultsdir import WorkerFiles
+from trainer.contract.resultsdir import WorkerFiles, live_status
 from trainer.shaper import probe, relay, rules, schedule
 from trainer.shaper.checks import Check, checks
 from trainer.shaper.profiles import Profile
@@ -54,10 +58,8 @@ def cluster_of(files: WorkerFiles, timeout: float) -> tuple[int, list[str], str 
     me = files.name
     deadline = time.monotonic() + timeout
     while True:
-        try:
-            published = json.loads(files.status.read_text(encoding="utf-8"))
-        except (FileNotFoundError, json.JSONDecodeError):
-            published = {}
+        # A live launcher's only: after a restart by the keeper, the killed run's status is still there.
+        published = live_status(files) or {}
         workers = published.get("workers")
         if workers:
             break
@@ -98,6 +100,15 @@ async def apply(profile: Profile, tf_port: int) -> None:
         for port in (tf_port, probe.PROBE_PORT):
             await relay.serve(port + RELAY_OFFSET, port, delay)
             rules.redirect(port, port + RELAY_OFFSET)
+
+
+async def apply_afresh(me: str, profile: Profile, tf_port: int) -> None:
+    """`apply`, on a namespace cleared first. A warm worker's keeps what an earlier run's shaper
+    left (one stopped before it could clear them): its redirects would point at a relay that is gone."""
+    left = rules.clear()
+    if left:
+        say(f"{me}: removed {left} rule(s) an earlier run left")
+    await apply(profile, tf_port)
 
 
 def measure_all(profile: Profile, others: list[str]) -> list[probe.Link]:
@@ -149,7 +160,7 @@ async def shape(settings: ShaperSettings) -> int:
         return config_error("shaper", str(error))
     say(f"{me}: profile {profile.describe()}")
     try:
-        await apply(profile, tf_port)
+        await apply_afresh(me, profile, tf_port)
     except rules.RuleError as error:
         return config_error("shaper", str(error))
     # Only now, with every rule and relay in place: a peer must never measure this worker's links
@@ -186,6 +197,8 @@ async def shape(settings: ShaperSettings) -> int:
     server.close()
     try:
         await faults
+        # The namespace may outlive this run (a warm worker's): leave it as it was found.
+        rules.clear()
     except rules.RuleError as error:
         return config_error("shaper", str(error))
     return 0

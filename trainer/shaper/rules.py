@@ -4,6 +4,7 @@ Run in the worker's network namespace (the shaper shares it, with NET_ADMIN; the
 keeps no privilege). Every rule carries the comment `tfcluster`, so they are easy to find.
 """
 
+import shlex
 import shutil
 import subprocess
 
@@ -121,3 +122,22 @@ def heal() -> bool:
             run(iptables(), "-w", "-D", chain, direction, INTERFACE, *PARTITION, "-j", "DROP")
             done = True
     return done
+
+
+def clear() -> int:
+    """Removes every rule of this project's (its comments: the profile's and a cut's) and the rate's
+    qdisc; the number of rules removed. A warm worker's namespace outlives its runs, each of which
+    shapes it again (scripts/run --warm --network)."""
+    removed = 0
+    for table in ("filter", "nat"):
+        listing = subprocess.run([iptables(), "-w", "-t", table, "-S"], capture_output=True, text=True)
+        if listing.returncode != 0:
+            raise RuleError(f"`iptables -t {table} -S` failed: {listing.stderr.strip()}")
+        for rule in listing.stdout.splitlines():
+            words = shlex.split(rule)
+            if words[:1] == ["-A"] and any(word.startswith("tfcluster") for word in words):
+                run(iptables(), "-w", "-t", table, "-D", *words[1:])
+                removed += 1
+    # No qdisc of its own (the default) is not an error here: nothing to remove.
+    subprocess.run(["tc", "qdisc", "del", "dev", INTERFACE, "root"], capture_output=True)
+    return removed

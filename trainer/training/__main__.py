@@ -55,8 +55,13 @@ def main() -> int:
     if not gate.wait_for_go():  # The launcher's rendezvous failed while TensorFlow was importing.
         return ExitCode.TERMINATED
 
+    # The image's observer, for faults timed by epoch (None outside the image: nothing to tell).
+    observer = sys.modules.get("_tfcluster_observer")
+
     def on_epoch(epoch, step):
         say(epoch_line(epoch, epochs=settings.epochs, step=step))
+        if observer is not None:
+            observer.epoch_ended()
 
     # Only a test asks for a fault (docs/recovery.md, docs/failures.md).
     faults = step_faults(exit_at=recovery.fault_exit_at_step, hang_at=recovery.fault_hang_at_step, say=say)

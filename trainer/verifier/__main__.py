@@ -209,7 +209,8 @@ def main(argv: list[str]) -> int:
         else:
             reports = sources.from_results_dir(arguments.results, names, timeout=timeout, start_timeout=start_timeout)
         shaped = sources.network_reports(arguments.results, names)
-        injected = faults.records(arguments.results, names)
+        restarts = keeper_record.details.get("restarts") if arguments.keeper else None
+        injected = faults.records(arguments.results, names, restarts)
     else:
         try:
             reports = saved_logs(arguments)

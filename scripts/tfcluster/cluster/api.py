@@ -83,9 +83,9 @@ class Cluster:
     def plan(self, *, collects: bool = True) -> Plan:
         """The run this asks for, checked; raises Refusal, before anything is done."""
         self._check_types()
-        check_network(self.workers, self.recover, self.network)
+        check_network(self.workers, self.network)
         faults = check_faults(self.faults, self.network, scaling.worker_names(self.workers))
-        check_warm(self.warm, self.recover, self.network)
+        check_warm(self.warm, self.recover)
         trainer_script = trainer_script_of(self.environ, self.project is not None)
         check_tag(self.tag, self.bake)
         try:

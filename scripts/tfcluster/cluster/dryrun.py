@@ -109,7 +109,10 @@ def _options_lines(plan: Plan, texts: dict[str, str], variables: dict[str, str])
         lines.append("network        not shaped")
     if plan.recover:
         limit = composefiles.interpolate(composefiles.declared(texts[RECOVERY_FILE], "TF_RESTART_LIMIT"), variables)
-        lines.append(f"recovery       the keeper restarts the whole cluster after a failure, {limit} times at most")
+        shapers = " (its shapers after the workers)" if plan.profile else ""
+        lines.append(
+            f"recovery       the keeper restarts the whole cluster{shapers} after a failure, {limit} times at most"
+        )
         lines.append(f"               (TF_RESTART_LIMIT={limit}, compose.recovery.yaml)")
     else:
         lines.append("recovery       none: a failure ends the run")

@@ -208,16 +208,12 @@ def _project_environment(project: Project, baked_image: str | None, env_file: os
     return environment
 
 
-def check_network(workers: int, recover: bool, network: str | None) -> None:
+def check_network(workers: int, network: str | None) -> None:
     """A network profile, and what it cannot go with; raises Refusal."""
     if network is not None and network not in PROFILES:
         raise Refusal(f"--network {network!r} is not a profile: {', '.join(PROFILES)}")
-    if network:
-        if workers < 2:
-            raise Refusal(f"--network shapes the links between workers: not with --workers {workers}")
-        # A shaper lives in its worker's network namespace, which a restarted worker does not keep.
-        if recover:
-            raise Refusal("--network and --recover do not go together (a restarted worker loses its shaper)")
+    if network and workers < 2:
+        raise Refusal(f"--network shapes the links between workers: not with --workers {workers}")
 
 
 def check_faults(clauses, network: str | None, workers: list[str]) -> tuple[str, ...]:
@@ -235,14 +231,12 @@ def check_faults(clauses, network: str | None, workers: list[str]) -> tuple[str,
     return clauses
 
 
-def check_warm(warm: bool, recover: bool, network: str | None) -> None:
+def check_warm(warm: bool, recover: bool) -> None:
     """What warm workers cannot go with; raises Refusal."""
     if warm and recover:
         raise Refusal(
             "--warm and --recover do not go together (the keeper restarts containers, which a warm run keeps)"
         )
-    if warm and network:
-        raise Refusal("--warm and --network do not go together (a shaper applies its profile when its worker starts)")
 
 
 def check_tag(tag: str | None, bake: bool) -> None:

@@ -53,7 +53,11 @@ IDLE = [
     "-c",
     "import signal, sys; signal.signal(signal.SIGTERM, lambda *_: sys.exit(0)); signal.pause()",
 ]
+# The shaper's image has Debian's python3 and no `python`.
+IDLE_SHAPER = ["python3", *IDLE[1:]]
 ZYGOTE = ["python", "-P", "-m", "trainer.zygote"]
+# How a network shaper (compose.network.yaml) is told from the other services.
+SHAPER_LABEL = ("tfcluster.role", "shaper")
 
 
 def say(line: str) -> None:
@@ -64,8 +68,9 @@ def project_name(environment: dict[str, str]) -> str:
     return (environment.get("COMPOSE_PROJECT_NAME") or DEFAULT_NAME) + SUFFIX
 
 
-def render(workers: dict[str, dict[str, str]], key: str) -> str:
-    """The warm file: each worker a zygote started with its key variables, the verifier idle."""
+def render(workers: dict[str, dict[str, str]], key: str, shapers: list[str] = ()) -> str:
+    """The warm file: each worker a zygote started with its key variables, the verifier and the
+    network shapers (`shapers`, with --network) idle: each run execs them as it does the launchers."""
     lines = [
         "# Written by scripts/run --warm (tfcluster/cluster/warm.py) for its warm cluster: do not edit.",
         "services:",
@@ -80,12 +85,13 @@ def render(workers: dict[str, dict[str, str]], key: str) -> str:
             "    env_file: !reset []",
             f"    labels: [{json.dumps(f'{LABEL}={key}')}]",
         ]
-    lines += [
-        f"  {VERDICT_SERVICE}:",
-        f"    entrypoint: !override {json.dumps(IDLE)}",
-        "    command: !reset []",
-        f"    labels: [{json.dumps(f'{LABEL}={key}')}]",
-    ]
+    for name, idle in [(VERDICT_SERVICE, IDLE), *((shaper, IDLE_SHAPER) for shaper in shapers)]:
+        lines += [
+            f"  {name}:",
+            f"    entrypoint: !override {json.dumps(idle)}",
+            "    command: !reset []",
+            f"    labels: [{json.dumps(f'{LABEL}={key}')}]",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -98,6 +104,7 @@ class Service:
     environment: dict[str, str]
     command: list[str]
     working_dir: str | None
+    shaper: bool = False  # A network shaper's: exec'd with the run's results folder alone.
 
 
 @dataclass
@@ -127,7 +134,7 @@ class WarmCluster:
                 say(f"the image {config['services'][self._names[0]]['image']} is not there")
                 return Outcome(ExitCode.CONFIG_ERROR)
             key = _key(config, image["Id"])
-            reason = self._stale(key)
+            reason = self._stale(key, _shapers(config))
             if reason:
                 say(f"bringing the warm cluster {self.name} up ({reason})")
                 started = time.monotonic()
@@ -135,7 +142,7 @@ class WarmCluster:
                 if status:
                     return Outcome(status)
                 say(f"warm cluster {self.name} up in {time.monotonic() - started:.1f} s")
-            services = self._services(config, image)
+            services = self._services(config, image) + self._shaper_services(config)
             return _Exec(self, services, uuid.uuid4().hex[:12], collects=collects).run()
 
     def down(self) -> int:
@@ -174,9 +181,9 @@ class WarmCluster:
         """The run's Compose configuration, as Compose resolves it with the run's environment."""
         return json.loads(self._compose().compose("config", "--format", "json", check=True).stdout)
 
-    def _stale(self, key: str) -> str | None:
+    def _stale(self, key: str, shapers: list[str]) -> str | None:
         """Why the warm cluster must be brought up (again), or None if it is current."""
-        containers = [_container(self.name, name) for name in [*self._names, VERDICT_SERVICE]]
+        containers = [_container(self.name, name) for name in [*self._names, VERDICT_SERVICE, *shapers]]
         inspected = subprocess.run(["docker", "inspect", *containers], capture_output=True, text=True)
         found = json.loads(inspected.stdout or "[]")
         by_name = {container["Name"].lstrip("/"): container for container in found}
@@ -196,7 +203,7 @@ class WarmCluster:
         keys = {name: zygote.key_of(_environment_of(config["services"][name])) for name in self._names}
         path = self._root / self.warm_file
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(render(keys, key), encoding="utf-8")
+        path.write_text(render(keys, key, _shapers(config)), encoding="utf-8")
         result = self._compose(warm=True).compose(
             "up", "--detach", "--remove-orphans", "--force-recreate", timeout=None
         )
@@ -221,6 +228,26 @@ class WarmCluster:
                 )
             )
         return services
+
+    def _shaper_services(self, config: dict) -> list[Service]:
+        """Each network shaper, exec'd for every run: it shapes its worker's links for that run
+        and clears them when its worker's launcher ends (trainer/shaper/__main__.py)."""
+        services = []
+        for name in _shapers(config):
+            service = config["services"][name]
+            image = _image(service["image"])
+            if image is None:
+                raise ValueError(f"the image {service['image']} of {name} is not there")
+            command = [*(image["Config"].get("Entrypoint") or []), *(service.get("command") or [])]
+            services.append(
+                Service(name, _container(self.name, name), _environment_of(service), command, None, shaper=True)
+            )
+        return services
+
+
+def _shapers(config: dict) -> list[str]:
+    label, value = SHAPER_LABEL
+    return [name for name, service in config["services"].items() if (service.get("labels") or {}).get(label) == value]
 
 
 class _Exec:
@@ -280,7 +307,10 @@ class _Exec:
 
     def _start(self, service: Service, results: str) -> subprocess.Popen:
         environment = dict(service.environment)
-        if service.name != VERDICT_SERVICE:
+        if service.shaper:
+            environment["TF_RESULTS_DIR"] = results  # Where its worker's launcher publishes this run.
+            command = service.command
+        elif service.name != VERDICT_SERVICE:
             environment[zygote.WARM_VARIABLE] = "1"
             environment["TF_RESULTS_DIR"] = results
             if environment.get("TF_CHECKPOINT_DIR"):

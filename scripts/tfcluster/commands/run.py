@@ -167,7 +167,7 @@ def add_cluster_options(parser: Parser) -> None:
         action="store_true",
         help="run on the warm cluster: its workers stay up between runs, each holding TensorFlow imported, and "
         "every run forks its program from there (brought up on first use, and again when the image or the "
-        "configuration changes; not with --recover or --network; default: off, a fresh cluster per run)",
+        "configuration changes; not with --recover; default: off, a fresh cluster per run)",
     )
     parser.add_argument(
         "--warm-down",
@@ -183,7 +183,7 @@ def add_network_options(parser: Parser) -> None:
         type=one_of(*PROFILES),
         metavar="PROFILE",
         help=f"shape the links between the workers: {', '.join(PROFILES[:-1])} or {PROFILES[-1]} (a shaper by "
-        "each, compose.network.yaml; default: none, unshaped); not with --workers 1 or --recover",
+        "each, compose.network.yaml; default: none, unshaped); not with --workers 1",
     )
     parser.add_argument(
         "--fault",

@@ -112,14 +112,31 @@ def test_measure_runs_every_case_and_leaves_a_missing_milestone_nan(monkeypatch,
     assert result["scaling"]["4"]["cpu_seconds_per_worker"] == 1.0
 
 
-def test_the_network_table_is_each_profile_against_lan():
-    medians = {"lan": 10.0, "wan": 25.0, "lossy": 30.0, "thin": 12.0}
-    measured = {profile: f"worker-0: network rtt of {profile}" for profile in network.NETWORK_PROFILES}
-    text = network.render(medians, measured, runs=3, steps=20, when="2024-01-01T00:00:00Z")
-    assert text.startswith("Medians of 3 alternating runs, 2024-01-01T00:00:00Z: the default\n")
-    assert "training with 20 steps an epoch (60 steps), two workers" in text
-    assert "| lan | 10.0 s | 1.00 x | network rtt of lan |" in text
-    assert "| wan | 25.0 s | 2.50 x | network rtt of wan |" in text
+def test_the_network_table_is_each_case_against_lan_every_run_kept_then_the_cuts():
+    def runs(seconds, *steps_ms):
+        return [{"seconds": seconds, "step_seconds": ms / 1000, "measured": "rtt of it"} for ms in steps_ms]
+
+    figures = {"none": runs(9.8, 40, 41, 39), "lan": runs(10.0, 41, 42, 40), "wan": runs(25.0, 400, 410, 390)}
+    figures |= {"lossy": runs(30.0, 90, 91, 89), "thin": runs(12.0, 50, 51, 49)}
+    text = network.render(figures, [10.7, 9.8, 11.2], runs=3, steps=20, when="2024-01-01T00:00:00Z")
+    assert text.startswith("Medians of 3 alternating runs, 2024-01-01T00:00:00Z: the default training with 20 steps")
+    assert "| lan | 10.0 s | 1.00 x | 41.0 ms | 1.00 x | 41.0, 42.0, 40.0 | rtt of it |" in text
+    assert "| wan | 25.0 s | 2.50 x | 400.0 ms | 9.76 x | 400.0, 410.0, 390.0 | rtt of it |" in text
+    assert "| none | 9.8 s | 0.98 x | 40.0 ms | 0.98 x |" in text
+    assert "(a shaper beside each worker, nothing shaped): +2.0% of the" in text
+    assert "as the\nverdict's fault line gives them: 10.7, 9.8, 11.2 (median 10.7 s)." in text
+
+
+def test_the_step_time_is_timed_by_the_epoch_lines_timestamps():
+    log = (
+        "2026-12-05T12:00:00.000000000Z launcher | starting\n"
+        "2026-12-05T12:00:05.100000000Z train | epoch:   1/3   | step:     20 | loss: 0.7\n"
+        "2026-12-05T12:00:06.100000000Z train | epoch:   2/3   | step:     40 | loss: 0.6\n"
+        "2026-12-05T12:00:07.1Z train | epoch:   3/3   | step:     60 | loss: 0.5\n"
+    )
+    assert network.step_seconds(log, 20) == pytest.approx(0.05)  # 2 s over the 40 steps after the first epoch.
+    with pytest.raises(ValueError, match="fewer than two epoch lines"):
+        network.step_seconds(log.splitlines()[1], 20)
 
 
 def test_the_command_imports_only_the_standard_library():

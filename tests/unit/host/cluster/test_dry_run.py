@@ -251,3 +251,14 @@ def test_the_dry_run_shows_each_fault_and_the_shaper_that_injects_it(sandbox):
     assert "fault          cut worker-1 off one way (what leaves it) at epoch 2 for 20s, by shaper-1\n" in result.stdout
     assert "TF_NETWORK_FAULTS='cut worker-1 out at epoch 2 for 20s'" in result.stdout
     sandbox.assert_untouched()
+
+
+def test_the_dry_run_of_a_shaped_cluster_with_recovery_restarts_the_shapers_too(sandbox):
+    result = sandbox.run("scripts/run", "--dry-run", "--network", "wan", "--recover")
+    assert result.returncode == 0, result.stderr
+    assert "compose.yaml:compose.recovery.yaml:compose.network.yaml (COMPOSE_FILE)" in result.stdout
+    assert (
+        "recovery       the keeper restarts the whole cluster (its shapers after the workers) after a failure, "
+        "3 times at most\n"
+    ) in result.stdout
+    sandbox.assert_untouched()

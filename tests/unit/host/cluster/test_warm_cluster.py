@@ -45,6 +45,13 @@ def test_the_warm_file_makes_each_worker_a_zygote_with_its_key_and_the_verifier_
     assert "environment: !override {}" in text  # worker-1: no key variable set.
     assert text.count('labels: ["tfcluster.warm=k3y"]') == 3
     assert f"entrypoint: !override {json.dumps(warm.IDLE)}" in text
+    # With --network, every shaper idles too (its image has python3 alone), and is exec'd by each run.
+    shaped = warm.render({"worker-0": {}, "worker-1": {}}, "k3y", ["shaper-0", "shaper-1"])
+    assert shaped.count('labels: ["tfcluster.warm=k3y"]') == 5
+    assert shaped.count(f"entrypoint: !override {json.dumps(['python3', *warm.IDLE[1:]])}") == 2
+    assert warm._shapers(
+        {"services": {"worker-0": {}, "shaper-0": {"labels": {"tfcluster.role": "shaper"}}, "verifier": {"labels": {}}}}
+    ) == ["shaper-0"]
 
 
 def test_the_key_is_the_configuration_but_each_runs_own_part_and_the_image():
@@ -113,22 +120,23 @@ def test_a_warm_cluster_is_brought_up_again_when_missing_stopped_or_of_another_k
         }
 
     inspected()
-    assert cluster._stale("k") == "none is up"
+    assert cluster._stale("k", []) == "none is up"
     inspected(container("worker-0"))
-    assert cluster._stale("k") == "tfcluster-warm-verifier-1 is missing"
+    assert cluster._stale("k", []) == "tfcluster-warm-verifier-1 is missing"
     inspected(container("worker-0", key="old"), container("verifier"))
-    assert cluster._stale("k") == "its configuration or image changed since it came up"
+    assert cluster._stale("k", []) == "its configuration or image changed since it came up"
     inspected(container("worker-0", running=False), container("verifier"))
-    assert cluster._stale("k") == "tfcluster-warm-worker-0-1 is not running"
+    assert cluster._stale("k", []) == "tfcluster-warm-worker-0-1 is not running"
     inspected(container("worker-0"), container("verifier"))
-    assert cluster._stale("k") is None
+    assert cluster._stale("k", []) is None
+    # With --network, each worker's shaper is part of it too.
+    assert cluster._stale("k", ["shaper-0"]) == "tfcluster-warm-shaper-0-1 is missing"
 
 
 @pytest.mark.parametrize(
     ("settings", "refusal"),
     [
         ({"recover": True}, "--warm and --recover do not go together"),
-        ({"network": "wan"}, "--warm and --network do not go together"),
     ],
 )
 def test_what_warm_workers_cannot_go_with_is_refused_before_anything_starts(settings, refusal):

@@ -17,7 +17,6 @@ BAD_ARGUMENTS = [
         {},
         ["--network shapes the links between workers: not with --workers 1"],
     ),
-    ("scripts/run", ["--network", "lan", "--recover"], {}, ["--network and --recover do not go together"]),
     ("scripts/run", ["--fault", "cut worker-1 at step 8 for 5s"], {}, ["run: --fault goes with --network"]),
     (
         "scripts/run",

@@ -12,7 +12,7 @@ import pytest
 from tests.conftest import ROOT, one_worker_env, run_python
 from tests.observations import records
 from trainer.contract.exitcodes import ExitCode
-from trainer.contract.resultsdir import WorkerFiles, recorded_exit_code, wait_for_exit
+from trainer.contract.resultsdir import Recorder, WorkerFiles, live_status, recorded_exit_code, wait_for_exit
 from trainer.launcher.peers import recorded_exits
 
 
@@ -63,14 +63,26 @@ def test_a_killed_worker_is_told_apart_from_an_exited_one(tmp_path, launch):
     files = WorkerFiles(tmp_path, "worker-0")
     still_running = wait_for_exit(files, time.monotonic() + 0.5, time.monotonic)
     assert still_running.state == "running"
+    alive = live_status(files)
+    assert alive["state"] == "running" and alive["workers"] and alive["run"]
     launcher.kill()  # SIGKILL: the launcher gets no chance to write an exit status.
     launcher.wait(timeout=10)
+    # Its `running` status stays behind; a shaper started again must not take it for a live run's.
+    assert json.loads(files.status.read_text())["run"] == alive["run"]
+    assert live_status(files) is None
     started = time.monotonic()
     record = wait_for_exit(files, started + 10, time.monotonic)
     assert record.state == "killed"
     assert record.exit_code is None
     assert "started" in record.log
     assert time.monotonic() - started < 1.0  # The released lock is the event; nothing waits out a timer.
+    # The next launcher's recorder removes it before it takes the lock: live, it is the new run's.
+    files.progress.write_text('{"steps": 12}')
+    recorder = Recorder(files, run="next")
+    assert live_status(files) == {"state": "running", "pid": os.getpid(), "run": "next"}
+    assert not files.progress.exists()
+    recorder.finish(0)
+    assert live_status(files) is None
 
 
 def test_a_worker_that_never_started_is_missing(tmp_path):

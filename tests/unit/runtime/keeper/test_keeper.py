@@ -1,5 +1,6 @@
 """The keeper's decisions (trainer/keeper/keeper.py), against a stand-in for the Docker API."""
 
+import datetime
 import json
 import time
 
@@ -50,13 +51,17 @@ class FakeContainer:
 class FakeCluster:
     """Two workers; `script` ends them, one step per event the keeper waits for."""
 
-    def __init__(self, script, on_start=lambda container: None):
+    def __init__(self, script, on_start=lambda container: None, shapers=0):
         self.workers = [FakeContainer(self, "worker-0"), FakeContainer(self, "worker-1")]
+        self.shapers = [FakeContainer(self, f"shaper-{index}") for index in range(shapers)]
         self.script, self.on_start, self.calls = list(script), on_start, []
         self.containers = self
 
     def list(self, all, filters, ignore_removed=False):
-        assert all and "tfcluster.role=worker" in filters["label"]
+        assert all and "com.docker.compose.project=project" in filters["label"]
+        if "tfcluster.role=shaper" in filters["label"]:
+            return self.shapers
+        assert "tfcluster.role=worker" in filters["label"]
         return self.workers
 
     def events(self, decode, filters, until=None):
@@ -78,6 +83,10 @@ class FakeCluster:
                 pass
 
         return Events()
+
+
+# FakeContainer.end's time, as the keeper records it.
+FIRST_END = datetime.datetime(2026, 11, 30, 0, 0, 1, tzinfo=datetime.UTC).timestamp()
 
 
 def ends(**codes):
@@ -103,12 +112,30 @@ def test_a_killed_worker_restarts_every_worker_once(capsys):
     cluster = FakeCluster([ends(**{"worker-1": 137})], on_start=finish_after_restart)
     kept = keeper(cluster)
     assert kept.run() == ExitCode.OK
-    assert kept.restarts == [{"failed": {"worker-1": 137}, "reason": "worker-1 exited 137 (killed by SIGKILL)"}]
+    assert kept.restarts == [
+        {"failed": {"worker-1": 137}, "reason": "worker-1 exited 137 (killed by SIGKILL)", "failed_at": FIRST_END}
+    ]
     # The survivor is killed too (TensorFlow takes no single restarted worker), then both start.
     assert cluster.calls == [("kill", "worker-0"), ("kill", "worker-1"), ("start", "worker-0"), ("start", "worker-1")]
     output = capsys.readouterr().out
     assert "keeper | restart 1 of at most 3: worker-1 exited 137 (killed by SIGKILL); restarting every worker" in output
     assert "keeper | every worker finished well, after 1 restart(s)" in output
+
+
+def test_network_shapers_are_stopped_with_the_workers_and_started_after_them(capsys):
+    def finish_after_restart(container):
+        if container.name == "shaper-1":
+            cluster.script.append(ends(**{"worker-0": 0, "worker-1": 0}))
+
+    cluster = FakeCluster([ends(**{"worker-1": 5})], on_start=finish_after_restart, shapers=2)
+    # A shaper ends by itself when its worker does: the kill of a stopped one is a no-op.
+    cluster.shapers[1].end(0)
+    assert keeper(cluster).run() == ExitCode.OK
+    # Each shaper joins its worker's namespace as it starts: a new one, made by the worker's start.
+    kills, starts = cluster.calls[:4], cluster.calls[4:]
+    assert sorted(kills) == [("kill", name) for name in ("shaper-0", "shaper-1", "worker-0", "worker-1")]
+    assert starts == [("start", name) for name in ("worker-0", "worker-1", "shaper-0", "shaper-1")]
+    assert "restarting every worker and their 2 network shapers" in capsys.readouterr().out
 
 
 def test_at_the_limit_it_stops_every_worker_and_gives_up(capsys):

@@ -32,7 +32,13 @@ def test_the_launcher_and_the_observer_spell_the_variable_alike():
 def test_the_progress_file_counts_steps_and_epochs_and_never_raises(tmp_path, monkeypatch):
     path = tmp_path / "worker-1.progress"
     kept = progress.Progress(str(path))
-    assert json.loads(path.read_text()) | {"time": 0} == {"steps": 0, "epochs": 0, "first_step": None, "time": 0}
+    assert json.loads(path.read_text()) | {"time": 0} == {
+        "steps": 0,
+        "epochs": 0,
+        "epoch_step": 0,
+        "first_step": None,
+        "time": 0,
+    }
     kept.stepped()  # The first step is written at once, with its time.
     first = json.loads(path.read_text())
     assert first["steps"] == 1 and first["first_step"] is not None
@@ -40,9 +46,34 @@ def test_the_progress_file_counts_steps_and_epochs_and_never_raises(tmp_path, mo
     kept.stepped()
     assert json.loads(path.read_text())["steps"] == 1  # Not more often than the interval.
     kept.epoch_ended()  # An epoch's end is written at once.
-    assert json.loads(path.read_text())["steps"] == 2 and json.loads(path.read_text())["epochs"] == 1
+    assert json.loads(path.read_text()) | {"time": 0, "first_step": 0} == {
+        "steps": 2,
+        "epochs": 1,
+        "epoch_step": 2,  # Epoch 2 begins with step 3.
+        "first_step": 0,
+        "time": 0,
+    }
     assert [entry.name for entry in tmp_path.iterdir()] == ["worker-1.progress"]  # Whole, by a rename.
     progress.Progress(str(tmp_path / "missing" / "worker-1.progress")).stepped()  # No folder: nothing, no error.
+
+
+def test_a_training_loop_of_its_own_tells_its_epochs_to_the_progress_file(tmp_path):
+    path = tmp_path / "worker-0.progress"
+    result = run(
+        """
+        import trainer.observer as observer
+        observer.epoch_ended()  # Not installed (outside the image, or not asked to record): nothing.
+        assert observer.install()
+        first = observer._installed
+        assert observer.install() and observer._installed is first  # The image's .pth runs twice.
+        observer.epoch_ended()
+        observer.epoch_ended()
+        """,
+        tmp_path,
+        **{VARIABLE: str(tmp_path / "journal"), progress.VARIABLE: str(path)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(path.read_text())["epochs"] == 2
 
 
 def test_a_hook_runs_once_the_module_has_run_and_the_module_keeps_its_own_loader(tmp_path):

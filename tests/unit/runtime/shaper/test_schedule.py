@@ -55,7 +55,12 @@ def write(path, **progress):
     ("clause", "before", "after"),
     [
         ("cut worker-1 at step 5 for 0.1s", {"steps": 4}, {"steps": 5}),
-        ("cut worker-1 at epoch 2 for 0.1s", {"steps": 9, "epochs": 0}, {"steps": 10, "epochs": 1}),
+        # Epoch 1 has ended, and its end's work (a checkpoint) is under way: not yet, until a step of epoch 2.
+        (
+            "cut worker-1 at epoch 2 for 0.1s",
+            {"steps": 10, "epochs": 1, "epoch_step": 10},
+            {"steps": 11, "epochs": 1, "epoch_step": 10},
+        ),
         ("cut worker-1 at epoch 1 for 0.1s", {"steps": 0}, {"steps": 1}),
         ("cut worker-1 at 0.3s for 0.1s", {"steps": 0}, {"steps": 1, "first_step": time.time()}),
     ],
@@ -97,12 +102,12 @@ def test_a_fault_is_cut_when_the_training_reaches_it_then_healed_and_recorded(tm
     assert judged["worker_ended_at"] >= entry["healed_at"]
     assert re.fullmatch(
         rf"fault: {re.escape(fault.describe())}: cut at step {after['steps']}, healed 0\.\ds later; "
-        r"worker-1 ended \d+\.\ds after the cut",
+        r"steps none in 0\.\ds during, none in 0\.\ds after; worker-1 ended \d+\.\ds after the cut",
         faults_of_verdict.line(judged),
     )
     assert faults_of_verdict.problems((judged,)) == ()
     # A worker that ended during the cut (its peers lost it) is said to have, still cut off.
-    during = judged | {"healed_at": None, "worker_ended_at": entry["cut_at"] + 8.04}
+    during = judged | {"healed_at": None, "worker_ended_at": entry["cut_at"] + 8.04, "step_time": None}
     assert faults_of_verdict.line(during) == (
         f"fault: {fault.describe()}: cut at step {after['steps']}; worker-1 ended 8.0s after the cut, still cut off"
     )
@@ -136,3 +141,123 @@ def test_a_fault_the_training_never_reaches_is_recorded_as_not_cut(tmp_path):
         "fault never injected: cut worker-1 off at step 5 for 1s (the training ended before it): "
         "the run did not test it",
     )
+
+
+def test_a_shaper_started_again_after_a_restart_keeps_the_faults_already_injected(tmp_path):
+    progress, record = tmp_path / "worker-1.progress", tmp_path / "faults-worker-1.json"
+    first, second = faults.parse("cut worker-1 at epoch 2 for 60s; cut worker-1 at step 3 for 0.1s")
+    # The first run's shaper cut at epoch 2 and was stopped with its worker before it healed.
+    earlier = {"fault": first.describe(), "worker": "worker-1", "reached": True, "cut_at": 1.0, "step": 12}
+    record.write_text(json.dumps([earlier]))
+    write(progress, steps=12, epochs=1)  # The resumed run is past epoch 2 again: no second cut.
+    calls, said, ended = [], [], threading.Event()
+    done = schedule.run(
+        [first, second],
+        progress=progress,
+        record=record,
+        cut=lambda way: calls.append(("cut", way)),
+        heal=lambda: calls.append(("heal",)) or ended.set(),
+        ended=ended,
+        say=said.append,
+    )
+    assert calls == [("cut", "both"), ("heal",)]  # The second fault alone.
+    assert [entry["fault"] for entry in done] == [first.describe(), second.describe()]
+    assert done[0] == earlier and json.loads(record.read_text()) == done
+    assert said[0] == "worker-1: 1 fault(s) injected before the restart: not again"
+    # A record that is not this schedule's (another clause first) is not taken for it.
+    record.write_text(json.dumps([earlier | {"fault": second.describe()}]))
+    assert schedule._reached_before([first, second], record) == []
+
+
+def test_a_fault_the_cluster_failed_after_names_the_restart_that_followed(tmp_path):
+    cut = {"fault": "cut worker-1 off at epoch 2 for 60s", "worker": "worker-1", "reached": True, "cut_at": 100.0}
+    (tmp_path / "faults-worker-1.json").write_text(json.dumps([cut | {"step": 12}]))
+    (tmp_path / "worker-1.status").write_text("{}")  # The resumed run's end, long after.
+    # The keeper's record: a failure before the cut (not this fault's), then the one after it.
+    restarts = [
+        {"reason": "worker-0 exited 1", "failed_at": 90.0},
+        {"reason": "worker-0 exited 5", "failed_at": 110.25},
+    ]
+    [entry] = faults_of_verdict.records(tmp_path, ["worker-0", "worker-1"], restarts)
+    assert entry["restart"] == 2 and entry["cluster_failed_at"] == 110.25
+    assert faults_of_verdict.line(entry) == (
+        "fault: cut worker-1 off at epoch 2 for 60s: cut at step 12; the cluster failed 10.2s after the cut, "
+        "still cut off, and restart 2 began it again from its newest checkpoint"
+    )
+    healed = entry | {"healed_at": 105.0}
+    assert ", healed 5.0s later; the cluster failed 10.2s after the cut, and restart 2" in faults_of_verdict.line(
+        healed
+    )
+    # No restart after the cut: the worker's own end, as without a keeper.
+    [alone] = faults_of_verdict.records(tmp_path, ["worker-1"], restarts[:1])
+    assert "restart" not in alone and "worker-1 ended" in faults_of_verdict.line(alone)
+
+
+def test_a_worker_that_ends_during_its_cut_is_said_to_have_ended_cut_off_not_healed(tmp_path):
+    progress, record = tmp_path / "worker-1.progress", tmp_path / "faults-worker-1.json"
+    write(progress, steps=6)
+    ended, said = threading.Event(), []
+    # Lost to its peers 0.2 s into a 60 s cut: its shaper takes the rules away as it ends.
+    threading.Timer(0.2, ended.set).start()
+    [entry] = schedule.run(
+        faults.parse("cut worker-1 at step 6 for 60s"),
+        progress=progress,
+        record=record,
+        cut=lambda way: None,
+        heal=lambda: None,
+        ended=ended,
+        say=said.append,
+    )
+    assert entry["until_worker_end"] is True and entry["healed_at"] - entry["cut_at"] < 5
+    assert re.fullmatch(r"worker-1: its worker ended, cut off, after 0\.\ds", said[-1])
+    # Its end came a moment after its shaper's last word: still cut off, never healed.
+    judged = entry | {"worker_ended_at": entry["healed_at"] + 0.05}
+    assert faults_of_verdict.line(judged).endswith("s after the cut, still cut off")
+    assert "healed" not in faults_of_verdict.line(judged)
+    restarted = entry | {"restart": 1, "cluster_failed_at": entry["healed_at"] + 0.1}
+    assert ", still cut off, and restart 1 began it again" in faults_of_verdict.line(restarted)
+
+
+def test_the_step_time_before_during_and_after_a_cut_is_recorded_and_said(tmp_path):
+    progress, record = tmp_path / "worker-1.progress", tmp_path / "faults-worker-1.json"
+    ended, stop = threading.Event(), threading.Event()
+
+    def training():  # 20 steps a second, none while cut off.
+        steps, cut_off, first = 0, False, time.time()
+        while not stop.is_set():
+            cut_off = bool(calls) and calls[-1] == "cut"
+            if not cut_off:
+                steps += 1
+            write(progress, steps=steps, time=time.time(), first_step=first)
+            time.sleep(0.05)
+
+    calls = []
+    trainer = threading.Thread(target=training)
+    trainer.start()
+    guard = threading.Timer(10, ended.set)  # Never a hang, whatever goes wrong.
+    guard.daemon = True
+    guard.start()
+    try:
+        [entry] = schedule.run(
+            faults.parse("cut worker-1 at 0.6s for 0.6s"),
+            progress=progress,
+            record=record,
+            cut=lambda way: calls.append("cut"),
+            heal=lambda: calls.append("heal"),
+            ended=ended,
+            say=lambda line: None,
+        )
+    finally:
+        stop.set()
+        trainer.join()
+    pace = entry["step_time"]
+    assert pace == json.loads(record.read_text())[0]["step_time"]
+    before, during, after = (
+        pace[name]["seconds"] / max(pace[name]["steps"], 1) for name in ("before", "during", "after")
+    )
+    assert 0.04 <= before <= 0.1 and 0.04 <= after <= 0.1, pace
+    assert pace["during"]["steps"] <= 1 and during >= 0.5, pace  # A step may be on its way as the cut comes.
+    said = faults_of_verdict.line(entry | {"worker_ended_at": None})
+    assert re.search(
+        r"; steps 0\.0\d\ds each before, (none in 0\.\ds|0\.\d+s each) during, 0\.0\d\ds each after$", said
+    ), said

@@ -4,6 +4,7 @@ import asyncio
 import random
 import signal
 import socket
+import subprocess
 import threading
 import time
 
@@ -200,3 +201,66 @@ def test_the_shaper_defines_exactly_the_profiles_the_contract_names():
     from trainer.contract.shaping import PROFILE_NAMES
 
     assert tuple(PROFILES) == PROFILE_NAMES
+
+
+def test_clear_removes_only_this_projects_rules_and_the_rate(monkeypatch):
+    listed = {
+        "filter": "-P INPUT ACCEPT\n-A INPUT -i eth0 -m comment --comment tfcluster-partition -j DROP\n"
+        "-A INPUT -i eth0 -p tcp --dport 22 -j ACCEPT\n",
+        "nat": "-P PREROUTING ACCEPT\n-A PREROUTING -i eth0 -p tcp -m tcp --dport 12345 -m comment --comment "
+        "tfcluster -j REDIRECT --to-ports 12355\n",
+    }
+    ran = []
+
+    def fake(command, **_):
+        ran.append(list(command))
+        output = listed[command[command.index("-t") + 1]] if "-S" in command else ""
+        return subprocess.CompletedProcess(command, 0, stdout=output, stderr="")
+
+    monkeypatch.setattr(rules.shutil, "which", lambda name: f"/usr/sbin/{name}")
+    monkeypatch.setattr(rules.subprocess, "run", fake)
+    assert rules.clear() == 2
+    deleted = [command for command in ran if "-D" in command]
+    assert deleted == [
+        [
+            "iptables",
+            "-w",
+            "-t",
+            "filter",
+            "-D",
+            "INPUT",
+            "-i",
+            "eth0",
+            "-m",
+            "comment",
+            "--comment",
+            "tfcluster-partition",
+            "-j",
+            "DROP",
+        ],
+        [
+            "iptables",
+            "-w",
+            "-t",
+            "nat",
+            "-D",
+            "PREROUTING",
+            "-i",
+            "eth0",
+            "-p",
+            "tcp",
+            "-m",
+            "tcp",
+            "--dport",
+            "12345",
+            "-m",
+            "comment",
+            "--comment",
+            "tfcluster",
+            "-j",
+            "REDIRECT",
+            "--to-ports",
+            "12355",
+        ],
+    ]  # The ACCEPT of port 22 is not the project's: kept.
+    assert ran[-1] == ["tc", "qdisc", "del", "dev", "eth0", "root"]

@@ -194,6 +194,22 @@ def test_each_run_of_a_restarted_cluster_is_compared_with_the_same_run_of_the_ot
     other = lines(strategy(1, session="b1"), state(1, step=12, session="b1", variables=drifted()))
     verdict = verdict_of(first[0] + resumed[0], first[1] + other)
     assert verdict.problems[0].startswith("model state differs at the end (step 12) (run 2 of the cluster): worker-1")
+    # A run that failed, restarted: its checkpoint is compared, its end (inside an aborted step, torn
+    # between workers: seen under a network cut) is not.
+    torn = [
+        lines(
+            strategy(i, session=f"a{i}"),
+            state(i, point="checkpoint", step=4, session=f"a{i}"),
+            state(i, step=4, session=f"a{i}", **({"variables": drifted()} if i else {})),
+        )
+        for i in (0, 1)
+    ]
+    assert verdict_of(torn[0] + resumed[0], torn[1] + resumed[1]).passed
+    drifted_checkpoint = lines(
+        strategy(1, session="a1"), state(1, point="checkpoint", step=4, session="a1", variables=drifted())
+    )
+    verdict = verdict_of(first[0] + resumed[0], drifted_checkpoint + resumed[1])
+    assert verdict.problems[0].startswith("model state differs at checkpoint 1 (step 4) (run 1 of the cluster)")
 
 
 def test_a_subprocess_that_made_no_strategy_is_not_the_program():
