@@ -2,10 +2,13 @@
 profile, training verified under it, a worker without its shaper stopped, and a partition."""
 
 import datetime
+import os
 import re
 import subprocess
 
 import pytest
+from tfcluster import Cluster
+from tfcluster.cluster.compose import unique_name
 
 from tests.conftest import ROOT
 from tests.container.conftest import TUTORIAL_FIGURES, ComposeProject, override, problems, verdict_lines
@@ -62,6 +65,29 @@ def test_wan_on_four_workers_shapes_and_proves_every_link(scripts_run):
     ], result.stdout[-3000:]
     assert all(name == "wan" and 40 <= float(rtt) <= 60 for _, name, _, rtt in links), links
     assert re.search(r"^verifier-1  \| verdict: PASS: 4 of 4 workers agree", result.stdout, re.MULTILINE)
+
+
+@pytest.mark.timeout(450)  # Four workers' start-up on two cores, then training over the slow link.
+def test_two_racks_of_two_with_a_slow_link_between_them_are_measured_link_by_link():
+    name, environ = unique_name("tfc-test"), dict(os.environ)
+    racks = "worker-0,worker-1 <-> worker-2,worker-3: wan"
+    try:
+        run = Cluster(name=name, workers=4, network="lan", links=[racks], environ=environ).run()
+    finally:
+        Cluster(name=name, workers=4, environ=environ).down()
+    assert run.passed, run.problems
+    # Every link measured by its worker's shaper before training, against its own profile: inside a
+    # rack the bridge as it is, between the racks 50 ms; in the record as a matrix, and in the output.
+    matrix = run.verdict["links"]
+    names = [f"worker-{index}" for index in range(4)]
+    assert sorted(matrix) == names and all(sorted(matrix[w]) == [p for p in names if p != w] for w in names)
+    for worker, row in matrix.items():
+        for peer, link in row.items():
+            same_rack = (worker in names[:2]) == (peer in names[:2])
+            assert link["profile"] == ("lan" if same_rack else "wan"), (worker, peer, link)
+            assert (link["rtt_ms"] < 5) if same_rack else (40 <= link["rtt_ms"] <= 60), (worker, peer, link)
+    output = "\n".join(run.verdict_lines())
+    assert "verdict: PASS: 4 of 4 workers agree" in output
 
 
 def test_lossy_drops_about_one_packet_in_a_hundred(compose_project):

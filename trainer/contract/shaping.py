@@ -34,6 +34,7 @@ def read_report(results_dir: str, host: str, run_id: str | None = None) -> dict 
 def summary(report: dict) -> str:
     links = "; ".join(
         f"{link['peer']} rtt {link['rtt_ms']:.2f} ms"
+        + (f" ({link['profile']})" if link.get("profile") else "")
         + (f", {link['throughput_mbit']:.1f} Mbit/s" if link.get("throughput_mbit") is not None else "")
         + (f", loss {link['loss']:.2%}" if link.get("loss") is not None else "")
         for link in report.get("links", [])

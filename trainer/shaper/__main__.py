@@ -25,6 +25,7 @@ import functools
 import json
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -39,6 +40,7 @@ from trainer.shaper import probe, relay, rules, schedule
 from trainer.shaper.checks import Check, checks
 from trainer.shaper.profiles import Profile
 from trainer.shaper.settings import ShaperSettings
+from trainer.shaper.topology import PeerLink, links_of, uniform
 
 # Where the relay listens for the redirected connections: TensorFlow's and the probe's.
 RELAY_OFFSET = 10
@@ -89,8 +91,12 @@ def wait_for_worker_end(files: WorkerFiles) -> None:
         fcntl.flock(lock, fcntl.LOCK_SH)
 
 
-async def apply(profile: Profile, tf_port: int) -> None:
-    """The profile's rules, and its delaying relays in front of TensorFlow's port and the probe's."""
+async def apply(profile: Profile, tf_port: int, links: list[PeerLink] = ()) -> None:
+    """The profile's rules, and its delaying relays in front of TensorFlow's port and the probe's;
+    with links that differ, each peer's (`apply_by_link`)."""
+    if not uniform(links, profile):
+        await apply_by_link(links, tf_port)
+        return
     if profile.rate_mbit:
         rules.limit_rate(profile.rate_mbit)
     if profile.loss:
@@ -102,29 +108,66 @@ async def apply(profile: Profile, tf_port: int) -> None:
             rules.redirect(port, port + RELAY_OFFSET)
 
 
-async def apply_afresh(me: str, profile: Profile, tf_port: int) -> None:
+async def apply_by_link(links: list[PeerLink], tf_port: int) -> None:
+    """Each peer's direction into this worker shaped by its own profile (trainer/shaper/topology.py)."""
+    rates = sorted({link.outbound.rate_mbit for link in links})
+    if len(rates) > 1:
+        # One token bucket on the interface: a rate per destination would need classes per peer.
+        raise rules.RuleError(
+            f"a rate that differs by link is not supported yet: {', '.join(f'{r:g}' for r in rates)} Mbit/s"
+        )
+    if rates[0]:
+        rules.limit_rate(rates[0])
+    addresses = {link.peer: socket.gethostbyname(link.peer) for link in links}
+    for link in links:
+        if link.inbound.loss:
+            rules.drop_randomly(link.inbound.loss, source=addresses[link.peer])
+    if not any(link.inbound.delays or link.outbound.delays for link in links):
+        return
+    by_address = {
+        addresses[link.peer]: (
+            relay.Delay(link.inbound.rtt_ms / 2, link.inbound.jitter_ms),
+            relay.Delay(link.outbound.rtt_ms / 2, link.outbound.jitter_ms),
+        )
+        for link in links
+    }
+    unknown = (relay.Delay(0, 0), relay.Delay(0, 0))  # Not a peer: not shaped.
+    for port in (tf_port, probe.PROBE_PORT):
+        await relay.serve(port + RELAY_OFFSET, port, lambda address: by_address.get(address, unknown))
+        rules.redirect(port, port + RELAY_OFFSET)
+
+
+async def apply_afresh(me: str, profile: Profile, tf_port: int, links: list[PeerLink]) -> None:
     """`apply`, on a namespace cleared first. A warm worker's keeps what an earlier run's shaper
     left (one stopped before it could clear them): its redirects would point at a relay that is gone."""
     left = rules.clear()
     if left:
         say(f"{me}: removed {left} rule(s) an earlier run left")
-    await apply(profile, tf_port)
+    await apply(profile, tf_port, links)
 
 
-def measure_all(profile: Profile, others: list[str]) -> list[probe.Link]:
+def measure_all(links: list[PeerLink]) -> list[probe.Link]:
     deadline = time.monotonic() + MEASURE_TIMEOUT
-    sink = int(profile.rate_mbit * 1e6 / 8 * 1.5) if profile.rate_mbit else 0  # About 1.5 s at the rate.
-    return [probe.measure(host, deadline=deadline, sink_bytes=sink, loss=bool(profile.loss)) for host in others]
+    measured = []
+    for link in links:
+        rate, loss = link.expected.rate_mbit, link.expected.loss
+        sink = int(rate * 1e6 / 8 * 1.5) if rate else 0  # About 1.5 s at the rate.
+        measured.append(probe.measure(link.peer, deadline=deadline, sink_bytes=sink, loss=bool(loss)))
+    return measured
 
 
-def report_of(me: str, profile: Profile, links: list[probe.Link], found: list[Check], run_id: str | None) -> dict:
-    """What `write_report` writes, and what the launcher and the verifier read."""
+def report_of(
+    me: str, profile: Profile, links: list[probe.Link], found: list[Check], run_id: str | None, by_link: dict
+) -> dict:
+    """What `write_report` writes, and what the launcher and the verifier read; `by_link`: each
+    peer's expected profile, where links differ (each link then names it)."""
     return {
         "worker": me,
         "profile": profile.name,
         "describe": profile.describe(),
         "links": [
             {"peer": link.peer, "rtt_ms": link.rtt_ms, "throughput_mbit": link.throughput_mbit, "loss": link.loss}
+            | ({"profile": by_link[link.peer].name, "describe": by_link[link.peer].describe()} if by_link else {})
             for link in links
         ],
         "checks": [{"check": check.describe(), "ok": check.ok} for check in found],
@@ -146,6 +189,15 @@ def say_measured(me: str, links: list[probe.Link], found: list[Check]) -> None:
         say(check.describe())
 
 
+def links_told(settings: ShaperSettings, me: str, others: list[str]) -> tuple[list[PeerLink], dict[str, Profile]]:
+    """Every link of this worker, and where links differ each one's expected profile, said."""
+    links = links_of(settings, me, others)
+    by_link = {} if uniform(links, settings.profile) else {link.peer: link.expected for link in links}
+    for peer, expected in by_link.items():
+        say(f"{me} <-> {peer}: {expected.describe()}")
+    return links, by_link
+
+
 async def shape(settings: ShaperSettings) -> int:
     me, profile = settings.worker, settings.profile
     files = WorkerFiles(Path(settings.results_dir), me)
@@ -159,21 +211,23 @@ async def shape(settings: ShaperSettings) -> int:
     except ValueError as error:
         return config_error("shaper", str(error))
     say(f"{me}: profile {profile.describe()}")
+    links, by_link = links_told(settings, me, others)
     try:
-        await apply_afresh(me, profile, tf_port)
-    except rules.RuleError as error:
+        await apply_afresh(me, profile, tf_port, links)
+    except (rules.RuleError, OSError) as error:
         return config_error("shaper", str(error))
     # Only now, with every rule and relay in place: a peer must never measure this worker's links
     # unshaped. Before this, its probe is refused, or closed by the relay, and tries again.
     server = probe.Server(probe.PROBE_PORT)
     loop = asyncio.get_running_loop()
     try:
-        links = await loop.run_in_executor(None, measure_all, profile, others)
+        measured = await loop.run_in_executor(None, measure_all, links)
     except OSError as error:
         return config_error("shaper", f"could not measure the links to {', '.join(others)}: {error}")
-    found = [check for link in links for check in checks(profile, link)]
-    say_measured(me, links, found)
-    report = report_of(me, profile, links, found, run_id)
+    expected = {link.peer: link.expected for link in links}
+    found = [check for link in measured for check in checks(expected[link.peer], link)]
+    say_measured(me, measured, found)
+    report = report_of(me, profile, measured, found, run_id, by_link)
     write_report(settings.results_dir, me, report)
     ok = report["ok"]
     say(f"{me}: shaping {'in place' if ok else 'NOT as the profile asks'}; staying until the worker ends")

@@ -10,6 +10,7 @@ than the one before it. This is how Toxiproxy adds latency; netem does it per pa
 import asyncio
 import random
 import time
+from collections.abc import Callable
 
 CHUNK = 65536
 # Chunks in flight per direction before the relay stops reading: TCP's backpressure reaches the
@@ -65,14 +66,22 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
         receiving.cancel()
 
 
-async def _relay(client_reader, client_writer, target_port: int, delay: Delay) -> None:
+# The delays of one connection, by its client's address: (what the client sends, what it is sent).
+Route = Callable[[str], tuple[Delay, Delay]]
+
+
+async def _relay(client_reader, client_writer, target_port: int, route: Route) -> None:
     try:
         server_reader, server_writer = await asyncio.open_connection("127.0.0.1", target_port)
     except OSError:
         client_writer.close()  # Nothing listens yet: the client sees its connection closed, and retries.
         return
+    peer = client_writer.get_extra_info("peername")
+    inbound, outbound = route(peer[0] if peer else "")
     try:
-        await asyncio.gather(_pump(client_reader, server_writer, delay), _pump(server_reader, client_writer, delay))
+        await asyncio.gather(
+            _pump(client_reader, server_writer, inbound), _pump(server_reader, client_writer, outbound)
+        )
     except (ConnectionError, OSError):
         pass
     finally:
@@ -80,8 +89,11 @@ async def _relay(client_reader, client_writer, target_port: int, delay: Delay) -
             writer.close()
 
 
-async def serve(listen_port: int, target_port: int, delay: Delay) -> asyncio.Server:
-    """Relays connections to `listen_port` (all addresses) to 127.0.0.1:`target_port`."""
+async def serve(listen_port: int, target_port: int, delay: Delay | Route) -> asyncio.Server:
+    """Relays connections to `listen_port` (all addresses) to 127.0.0.1:`target_port`, each
+    direction held by `delay`, or by the delays `delay` gives for the connection's client (links
+    that differ: trainer/contract/links.py)."""
+    route = delay if not isinstance(delay, Delay) else (lambda address: (delay, delay))
     return await asyncio.start_server(
-        lambda reader, writer: _relay(reader, writer, target_port, delay), host="0.0.0.0", port=listen_port
+        lambda reader, writer: _relay(reader, writer, target_port, route), host="0.0.0.0", port=listen_port
     )

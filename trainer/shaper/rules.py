@@ -51,7 +51,8 @@ def limit_rate(mbit: float) -> None:
     )
 
 
-def drop_randomly(probability: float) -> None:
+def drop_randomly(probability: float, source: str | None = None) -> None:
+    """Drops what arrives at the worker at `probability`; only what `source` (an address) sends, if given."""
     run(
         iptables(),
         "-w",
@@ -59,6 +60,7 @@ def drop_randomly(probability: float) -> None:
         "INPUT",
         "-i",
         INTERFACE,
+        *(["-s", source] if source else []),
         "-m",
         "statistic",
         "--mode",

@@ -9,6 +9,9 @@ import dataclasses
 from trainer.contract.faults import VARIABLE as FAULTS
 from trainer.contract.faults import Fault
 from trainer.contract.faults import parse as parse_faults
+from trainer.contract.links import VARIABLE as LINKS
+from trainer.contract.links import Links
+from trainer.contract.links import parse as parse_links
 from trainer.contract.settings import Settings, setting
 from trainer.shaper.profiles import PROFILES, Profile
 
@@ -40,9 +43,12 @@ class ShaperSettings(Settings):
     rate_mbit: float | None = _override("TF_NETWORK_RATE_MBIT", at_most=100_000)
     # Cuts timed by training progress (trainer/contract/faults.py), of any worker: each shaper applies its own's.
     faults_text: str = setting(env=FAULTS, default="")
+    # Links that differ from the profile (trainer/contract/links.py): racks, a distant worker, one way.
+    links_text: str = setting(env=LINKS, default="")
     # The base profile with the overrides: derived, so made (and its jitter checked) with the settings.
     profile: Profile = dataclasses.field(init=False, repr=False, compare=False)
     faults: tuple[Fault, ...] = dataclasses.field(init=False, repr=False, compare=False)
+    links: Links = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         super().__post_init__()
@@ -56,3 +62,9 @@ class ShaperSettings(Settings):
         # Frozen: a derived field is set the way dataclasses set fields themselves.
         object.__setattr__(self, "profile", dataclasses.replace(base, name=name, **overrides))
         object.__setattr__(self, "faults", tuple(parse_faults(self.faults_text)))
+        object.__setattr__(self, "links", parse_links(self.links_text, PROFILES))
+
+    def profile_between(self, sender: str, receiver: str) -> Profile:
+        """The profile of what `sender` sends `receiver`: the run's (with its overrides), or a link's."""
+        name = self.links.profile_of(sender, receiver, self.profile_name)
+        return self.profile if name == self.profile_name else PROFILES[name]

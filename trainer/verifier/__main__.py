@@ -15,7 +15,7 @@ from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.settings import KeeperSettings, LaunchSettings, VerifierSettings
-from trainer.verifier import faults, given_exits, render, sources
+from trainer.verifier import faults, given_exits, links, render, sources
 from trainer.verifier.recovery import from_keeper
 from trainer.verifier.verdict import WorkerReport, judge
 
@@ -222,6 +222,7 @@ def main(argv: list[str]) -> int:
         tolerance=arguments.tolerance,
         recovery=recovery,
         network=shaped,
+        links=links.matrix(arguments.results, names) if arguments.results else None,
         faults=injected,
         cluster=cluster,
         unknown_exits_fail=not arguments.allow_unknown_exits,

@@ -3,7 +3,7 @@
 import json
 
 from trainer.contract import verdict as contract_verdict
-from trainer.verifier import faults
+from trainer.verifier import faults, links
 from trainer.verifier.verdict import Verdict
 
 # The table's metric columns, when present; the JSON output carries every metric.
@@ -31,6 +31,7 @@ def table(verdict: Verdict) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)).rstrip() for row in rows]
     lines.extend(verdict.network)
+    lines.extend(links.lines(verdict.links))
     lines.extend(faults.line(entry) for entry in verdict.faults)
     if verdict.recovery:
         lines.append(verdict.recovery.describe())
@@ -71,6 +72,7 @@ def record(verdict: Verdict) -> dict:
         "problems": list(verdict.problems),
         "metrics": verdict.metrics,
         "network": list(verdict.network),
+        "links": verdict.links,
         "faults": list(verdict.faults),
         "straggler": verdict.straggler,
         "restarts": None

@@ -73,6 +73,9 @@ class Verdict:
     expected_workers: int
     recovery: Recovery | None = None  # What the keeper did, when there is one.
     network: tuple[str, ...] = ()  # Each shaper's profile and measured links (compose.network.yaml).
+    links: dict = dataclasses.field(
+        default_factory=dict
+    )  # Every measured link, by worker and peer (trainer/verifier/links.py).
     # The network faults the shapers injected, as they recorded them (trainer/verifier/faults.py).
     faults: tuple[dict, ...] = ()
     straggler: str | None = None  # The slowest worker, when the spread is large: information, not a problem.
@@ -108,6 +111,7 @@ def judge(
     tolerance: float = 0.0,
     recovery: Recovery | None = None,
     network: tuple[str, ...] = (),
+    links: dict | None = None,
     faults: tuple[dict, ...] = (),
     cluster: list[str] | None = None,
     unknown_exits_fail: bool = False,
@@ -154,6 +158,7 @@ def judge(
         expected_workers=expected_workers,
         recovery=recovery,
         network=network,
+        links=links or {},
         faults=faults,
         straggler=slowest_worker((report.name, report.usage) for report in reports),
         synchronization=synchronization,

@@ -26,7 +26,6 @@ from tfcluster.cluster.compose import ComposeProject
 from tfcluster.cluster.plan import (
     BASE_FILE,
     Plan,
-    check_faults,
     check_network,
     check_tag,
     check_warm,
@@ -77,14 +76,14 @@ class Cluster:
     warm: bool = False  # On the warm cluster (scripts/run --warm): its workers stay up, and every run is forked.
     chief: bool = False  # worker-0 as TF_CONFIG's `chief`, the others as the `worker` job (scripts/run --chief).
     faults: Sequence[str] = ()  # With `network`, scripts/run --fault's clauses: "cut worker-1 at step 8 for 5s".
+    links: Sequence[str] = ()  # With `network`, scripts/run --link's: "worker-0,worker-1 <-> worker-2,worker-3: wan".
     # Where TRAINER_SCRIPT, EXTRA_REQUIREMENTS, TFCLUSTER_IMAGE and the settings are read from.
     environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
 
     def plan(self, *, collects: bool = True) -> Plan:
         """The run this asks for, checked; raises Refusal, before anything is done."""
         self._check_types()
-        check_network(self.workers, self.network)
-        faults = check_faults(self.faults, self.network, scaling.worker_names(self.workers))
+        faults, links = check_network(self.workers, self.network, self.faults, self.links)
         check_warm(self.warm, self.recover)
         trainer_script = trainer_script_of(self.environ, self.project is not None)
         check_tag(self.tag, self.bake)
@@ -111,6 +110,7 @@ class Cluster:
             socket_gid=_socket_gid(self.environ) if self.recover else None,
             chief=self.chief,
             faults=faults,
+            links=links,
         )
 
     def _project_name(self) -> tuple[str, bool]:

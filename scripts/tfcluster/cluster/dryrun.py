@@ -24,6 +24,8 @@ from tfcluster.cluster.steps import SETUP
 from tfcluster.project import baking, layout
 from tfcluster.project.options import Project
 from trainer.contract.faults import parse as parse_faults
+from trainer.contract.links import parse as parse_links
+from trainer.contract.shaping import PROFILE_NAMES
 
 
 def describe(plan: Plan, environ) -> str:
@@ -103,6 +105,7 @@ def _options_lines(plan: Plan, texts: dict[str, str], variables: dict[str, str])
     if plan.profile:
         shapers = ", ".join(f"shaper-{index}" for index in range(plan.worker_count))
         lines.append(f"network        profile {plan.profile}, applied and measured by {shapers}")
+        lines += link_lines(plan)
         for fault in parse_faults("; ".join(plan.faults)):
             lines.append(f"fault          {fault.describe()}, by shaper-{fault.worker.removeprefix('worker-')}")
     else:
@@ -231,6 +234,8 @@ def arguments_of(plan: Plan) -> list[str]:
         arguments += ["--network", plan.profile]
     for clause in plan.faults:
         arguments += ["--fault", clause]
+    for clause in plan.links:
+        arguments += ["--link", clause]
     if plan.chief:
         arguments.append("--chief")
     arguments += slowdown.arguments(plan.slowed)
@@ -268,3 +273,25 @@ def worker_settings(plan: Plan, texts: dict[str, str], variables: dict[str, str]
 
 def _read(name: str) -> str:
     return (paths.ROOT / name).read_text(encoding="utf-8")
+
+
+def link_lines(plan) -> list[str]:
+    """--link's clauses, and the profile of every direction they give: each row's worker sending."""
+    if not plan.links:
+        return []
+    links = parse_links("; ".join(plan.links), PROFILE_NAMES)
+    names = plan.names
+    rows = [["from \\ to", *names]]
+    rows += [
+        [
+            sender,
+            *("-" if sender == receiver else links.profile_of(sender, receiver, plan.profile) for receiver in names),
+        ]
+        for sender in names
+    ]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(rows[0]))]
+    table = [
+        "               " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    return [*(f"link           {clause}" for clause in plan.links), *table]

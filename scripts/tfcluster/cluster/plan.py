@@ -19,6 +19,8 @@ from tfcluster.project import envfiles
 from tfcluster.project.options import Project
 from trainer.contract.faults import VARIABLE as FAULTS
 from trainer.contract.faults import parse as parse_faults
+from trainer.contract.links import VARIABLE as LINKS
+from trainer.contract.links import parse as parse_links
 from trainer.contract.shaping import PROFILE_NAMES
 
 PROFILES = PROFILE_NAMES
@@ -58,13 +60,13 @@ class Plan:
     name_given: bool = False
     # The run's folder of generated files, .tfcluster/runs/SLOT (the project's name, for a cold run).
     slot: str | None = None
-    # --warm: on the warm cluster, brought up first if need be (tfcluster/cluster/warm.py).
-    warm: bool = False
+    warm: bool = False  # --warm: on the warm cluster, brought up first if need be (tfcluster/cluster/warm.py).
     # --recover: the Docker socket's group, which the keeper is given instead of root (None: unknown).
     socket_gid: int | None = None
     # --chief: worker-0 is TF_CONFIG's `chief`, as TFJob writes it (TF_CHIEF=1).
     chief: bool = False
     faults: tuple[str, ...] = ()  # --fault: cuts timed by training progress (trainer/contract/faults.py).
+    links: tuple[str, ...] = ()  # --link: links that differ from the profile (trainer/contract/links.py).
 
     @property
     def folder(self) -> str:
@@ -178,7 +180,8 @@ class Plan:
             environment |= _project_environment(self.project, baked_image, paths.ROOT / self.generated(ENV_FILE))
         if self.profile:
             environment["TF_NETWORK_PROFILE"] = self.profile
-            environment[FAULTS] = "; ".join(self.faults)  # Set even when empty: none from an earlier shell.
+            # Set even when empty: none from an earlier shell.
+            environment |= {FAULTS: "; ".join(self.faults), LINKS: "; ".join(self.links)}
         if self.chief:
             environment["TF_CHIEF"] = "1"
         if self.recover and self.socket_gid is not None:
@@ -208,26 +211,45 @@ def _project_environment(project: Project, baked_image: str | None, env_file: os
     return environment
 
 
-def check_network(workers: int, network: str | None) -> None:
-    """A network profile, and what it cannot go with; raises Refusal."""
+def check_network(workers: int, network: str | None, faults=(), links=()) -> tuple[tuple[str, ...], ...]:
+    """A network profile, and what it cannot go with; its faults' and links' clauses, each checked.
+    Raises Refusal."""
     if network is not None and network not in PROFILES:
         raise Refusal(f"--network {network!r} is not a profile: {', '.join(PROFILES)}")
     if network and workers < 2:
         raise Refusal(f"--network shapes the links between workers: not with --workers {workers}")
+    names = scaling.worker_names(workers)
+    faults = _clauses(
+        "fault",
+        faults,
+        network,
+        lambda clause: parse_faults(clause, names),
+        "cut worker-1 at step 8 for 5s",
+        "the shapers cut and heal; --network lan shapes nothing else",
+    )
+    links = _clauses(
+        "link",
+        links,
+        network,
+        lambda clause: parse_links(clause, PROFILES, names),
+        "worker-0,worker-1 <-> worker-2,worker-3: wan",
+        "the profile of every other link; lan shapes nothing",
+    )
+    return faults, links
 
 
-def check_faults(clauses, network: str | None, workers: list[str]) -> tuple[str, ...]:
-    """--fault's clauses, each checked (trainer/contract/faults.py); raises Refusal."""
+def _clauses(option: str, clauses, network: str | None, parse, example: str, why: str) -> tuple[str, ...]:
+    """--fault's or --link's clauses (the API's `faults`, `links`), each checked by `parse`; raises Refusal."""
     if isinstance(clauses, str):
-        raise Refusal(f"faults={clauses!r}: a list of clauses, such as ['cut worker-1 at step 8 for 5s']")
+        raise Refusal(f"{option}s={clauses!r}: a list of clauses, such as [{example!r}]")
     clauses = tuple(clauses)
     if clauses and not network:
-        raise Refusal("--fault goes with --network (the shapers cut and heal; --network lan shapes nothing else)")
+        raise Refusal(f"--{option} goes with --network ({why})")
     for clause in clauses:
         try:
-            parse_faults(clause, workers)
+            parse(clause)
         except ValueError as error:
-            raise Refusal(f"--fault {str(error).split(': ', 1)[1]}") from None
+            raise Refusal(f"--{option} {str(error).split(': ', 1)[1]}") from None
     return clauses
 
 

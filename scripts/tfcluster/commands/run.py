@@ -19,6 +19,7 @@ from tfcluster.commands.parsing import HELP_WIDTH, Parser, one_of, whole_number
 from tfcluster.errors import Refusal
 from tfcluster.project import baking, layout, names
 from trainer.contract.faults import GRAMMAR
+from trainer.contract.links import GRAMMAR as LINK_GRAMMAR
 
 DESCRIPTION = """\
 Sets up what is missing (scripts/setup), trains the cluster and prints the verdict: every worker
@@ -102,6 +103,7 @@ def parser() -> Parser:
             "--workers": "a number",
             "--network": "a profile",
             "--fault": "a clause",
+            "--link": "a clause",
             "--slow": "NAME=CPUS",
             "--project": "a folder",
             "--command": "a command",
@@ -193,6 +195,16 @@ def add_network_options(parser: Parser) -> None:
         help=f"with --network: cut a worker off when its training gets there, then heal it: '{GRAMMAR}', "
         "such as 'cut worker-1 at step 8 for 5s' or 'cut worker-2 out at epoch 2 for 30s'; the verdict "
         "records each (repeat it for more; default: none)",
+    )
+    parser.add_argument(
+        "--link",
+        action="append",
+        default=[],
+        metavar="CLAUSE",
+        help=f"with --network: links that differ from its profile: '{LINK_GRAMMAR}', such as "
+        "'worker-0,worker-1 <-> worker-2,worker-3: wan' (two racks, a slow link between them), "
+        "'worker-3 <-> *: wan' (one distant worker) or 'worker-0 -> worker-1: lossy' (one way); a later "
+        "clause wins (repeat it for more; default: none, one profile for every link)",
     )
 
 
@@ -307,6 +319,7 @@ def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:
         warm=arguments.warm,
         chief=arguments.chief,
         faults=tuple(arguments.fault),
+        links=tuple(arguments.link),
         environ=environ,
     )
 

@@ -217,8 +217,8 @@ def test_allreduce_names_a_bad_size_in_one_line(size):
             ["--bogus"],
             {},
             "run: unknown argument '--bogus' "
-            "(usage: scripts/run [-h] [--workers N] [--recover] [--network PROFILE] [--fault CLAUSE] [--chief] "
-            "[--slow NAME=CPUS] "
+            "(usage: scripts/run [-h] [--workers N] [--recover] [--network PROFILE] [--fault CLAUSE] "
+            "[--link CLAUSE] [--chief] [--slow NAME=CPUS] "
             "[--dev] [--warm] [--warm-down] [--project DIR] [--command CMD] [--data DIR] [--env NAME=VALUE] "
             "[--env-file FILE] [--requirements FILE] [--bake] [--tag NAME] [--junit FILE] [--name NAME] [--dry-run])",
         ),

@@ -262,3 +262,19 @@ def test_the_dry_run_of_a_shaped_cluster_with_recovery_restarts_the_shapers_too(
         "3 times at most\n"
     ) in result.stdout
     sandbox.assert_untouched()
+
+
+def test_the_dry_run_shows_each_link_and_the_profile_of_every_direction(sandbox):
+    result = sandbox.run(
+        "scripts/run", "--dry-run", "--workers", "3", "--network", "lan", "--link", "worker-2 <-> *: wan"
+    )
+    assert result.returncode == 0, result.stderr
+    assert (
+        "link           worker-2 <-> *: wan\n"
+        "               from \\ to  worker-0  worker-1  worker-2\n"
+        "               worker-0   -         lan       wan\n"
+        "               worker-1   lan       -         wan\n"
+        "               worker-2   wan       wan       -\n"
+    ) in result.stdout
+    assert "TF_NETWORK_LINKS='worker-2 <-> *: wan'" in result.stdout
+    sandbox.assert_untouched()

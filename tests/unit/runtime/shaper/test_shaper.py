@@ -20,6 +20,7 @@ from trainer.shaper.checks import checks
 from trainer.shaper.probe import Link
 from trainer.shaper.profiles import PROFILES, Profile
 from trainer.shaper.settings import ShaperSettings
+from trainer.shaper.topology import PeerLink, links_of, uniform
 
 
 def profile_of(environ) -> Profile:
@@ -264,3 +265,42 @@ def test_clear_removes_only_this_projects_rules_and_the_rate(monkeypatch):
         ],
     ]  # The ACCEPT of port 22 is not the project's: kept.
     assert ran[-1] == ["tc", "qdisc", "del", "dev", "eth0", "root"]
+
+
+def test_the_relay_holds_each_direction_by_its_clients_link(loop):
+    target = free_port()
+    server = probe.Server(target)
+    # Links that differ: what 127.0.0.1 sends is held 30 ms, what it is sent 10 ms; any other client, nothing.
+    routes = {"127.0.0.1": (relay.Delay(30, 0), relay.Delay(10, 0))}
+    asked = []
+
+    def route(address):
+        asked.append(address)
+        return routes.get(address, (relay.Delay(0, 0), relay.Delay(0, 0)))
+
+    port = free_port()
+    loop.servers.append(asyncio.run_coroutine_threadsafe(relay.serve(port, target, route), loop).result(timeout=5))
+    try:
+        relayed = probe.measure("127.0.0.1", port=port, deadline=0)
+    finally:
+        server.close()
+    assert 40 <= relayed.rtt_ms <= 50  # 30 ms one way, 10 ms back.
+    assert set(asked) == {"127.0.0.1"}
+
+
+def test_a_link_expects_the_mean_of_its_two_directions_round_trips_and_what_it_sends():
+    wan, lossy, lan = PROFILES["wan"], PROFILES["lossy"], PROFILES["lan"]
+    assert PeerLink("worker-1", wan, wan).expected is wan
+    one_way = PeerLink("worker-1", inbound=wan, outbound=lossy).expected
+    assert (one_way.name, one_way.rtt_ms, one_way.jitter_ms, one_way.loss) == ("lossy out, wan in", 25, 2.5, 0.01)
+    assert uniform([PeerLink("worker-1", lan, lan), PeerLink("worker-2", lan, lan)], lan)
+    assert not uniform([PeerLink("worker-1", lan, lan), PeerLink("worker-2", wan, wan)], lan)
+    settings = ShaperSettings.from_env(
+        {"SHAPED_WORKER": "worker-0", "TF_NETWORK_LINKS": "worker-0 -> worker-2: wan", "TF_NETWORK_RTT_MS": "4"}
+    )
+    links = links_of(settings, "worker-0", ["worker-1", "worker-2"])
+    # The run's profile keeps its overrides (lan+custom, 4 ms); the link's is the named profile's.
+    assert [(link.peer, link.inbound.name, link.outbound.name) for link in links] == [
+        ("worker-1", "lan+custom", "lan+custom"),
+        ("worker-2", "lan+custom", "wan"),
+    ]

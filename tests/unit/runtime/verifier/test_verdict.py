@@ -342,3 +342,27 @@ def test_the_keepers_problem_stays_first_its_account_names_the_failed_workers_in
     ]
     problems = judge(reports, expected_workers=2, recovery=recovery).problems
     assert [problem.split(": ")[0] for problem in problems] == ["keeper", "worker-1", "worker-0"]
+
+
+def test_links_that_differ_are_shown_as_a_matrix_and_kept_in_the_record(tmp_path):
+    from trainer.contract import shaping
+    from trainer.verifier import links
+
+    def report(worker, peers):
+        described = [{"peer": peer, "rtt_ms": rtt, "profile": profile} for peer, rtt, profile in peers]
+        shaping.report_path(str(tmp_path), worker).write_text(json.dumps({"profile": "lan", "links": described}))
+
+    report("worker-0", [("worker-1", 0.12, "lan"), ("worker-2", 51.3, "wan")])
+    report("worker-1", [("worker-0", 0.09, "lan"), ("worker-2", 49.8, "wan")])
+    found = links.matrix(tmp_path, ["worker-0", "worker-1", "worker-2"])  # worker-2's shaper never reported.
+    assert found["worker-0"]["worker-2"] == {"rtt_ms": 51.3, "profile": "wan"} and "worker-2" not in found
+    assert links.lines(found) == [
+        "links: the round trip each row's worker measured to each column's, and the profile it expected",
+        "links     worker-0    worker-1    worker-2",
+        "worker-0  -           0.1 ms lan  51.3 ms wan",
+        "worker-1  0.1 ms lan  -           49.8 ms wan",
+    ]
+    # One profile for every link: each worker's network line says it all.
+    report("worker-1", [("worker-0", 0.09, "lan"), ("worker-2", 0.1, "lan")])
+    report("worker-0", [("worker-1", 0.12, "lan"), ("worker-2", 0.1, "lan")])
+    assert links.lines(links.matrix(tmp_path, ["worker-0", "worker-1"])) == []
