@@ -120,9 +120,9 @@ def test_the_network_table_is_each_case_against_lan_every_run_kept_then_the_cuts
     figures |= {"lossy": runs(30.0, 90, 91, 89), "thin": runs(12.0, 50, 51, 49)}
     text = network.render(figures, [10.7, 9.8, 11.2], runs=3, steps=20, when="2024-01-01T00:00:00Z")
     assert text.startswith("Medians of 3 alternating runs, 2024-01-01T00:00:00Z: the default training with 20 steps")
-    assert "| lan | 10.0 s | 1.00 x | 41.0 ms | 1.00 x | 41.0, 42.0, 40.0 | rtt of it |" in text
-    assert "| wan | 25.0 s | 2.50 x | 400.0 ms | 9.76 x | 400.0, 410.0, 390.0 | rtt of it |" in text
-    assert "| none | 9.8 s | 0.98 x | 40.0 ms | 0.98 x |" in text
+    assert "| lan | 10.0 s | 1.00 x | 10.0, 10.0, 10.0 | 41.0 ms | 1.00 x | 41.0, 42.0, 40.0 | rtt of it |" in text
+    assert "| wan | 25.0 s | 2.50 x | 25.0, 25.0, 25.0 | 400.0 ms | 9.76 x | 400.0, 410.0, 390.0 | rtt of it |" in text
+    assert "| none | 9.8 s | 0.98 x | 9.8, 9.8, 9.8 | 40.0 ms | 0.98 x |" in text
     assert "(a shaper beside each worker, nothing shaped): +2.0% of the" in text
     assert "as the\nverdict's fault line gives them: 10.7, 9.8, 11.2 (median 10.7 s)." in text
 
