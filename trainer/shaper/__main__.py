@@ -1,7 +1,7 @@
 """The shaper of one worker: `python -m trainer.shaper [partition [in | out] | heal]` in the worker's namespace.
 
 Run as a service of compose.network.yaml (`network_mode: service:worker-N`, NET_ADMIN), it
-applies the profile (trainer/shaper/profiles.py) to the worker's links, starts the delaying relay where
+applies the profile (trainer/contract/shaping.py) to the worker's links, starts the delaying relay where
 the profile adds latency, measures every link to the other workers' shapers, writes what it found
 to the results directory (`network-<worker>.json`, which the worker's launcher waits for before
 training and the verifier reports), and then stays until the worker's launcher has ended, cutting
@@ -36,9 +36,9 @@ from trainer.contract.console import config_error
 from trainer.contract.faults import VARIABLE as FAULTS
 from trainer.contract.faults import record_path
 from trainer.contract.resultsdir import WorkerFiles, live_status
+from trainer.contract.shaping import Profile
 from trainer.shaper import probe, relay, rules, schedule
 from trainer.shaper.checks import Check, checks
-from trainer.shaper.profiles import Profile
 from trainer.shaper.settings import ShaperSettings
 from trainer.shaper.topology import PeerLink, links_of, uniform
 

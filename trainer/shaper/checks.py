@@ -3,8 +3,8 @@
 import dataclasses
 import math
 
+from trainer.contract.shaping import Profile
 from trainer.shaper.probe import DATAGRAMS, Link
-from trainer.shaper.profiles import Profile
 
 # Measured round trip time and throughput must be within this fraction of the profile's.
 MARGIN = 0.20

@@ -1,6 +1,6 @@
 """The shaper's settings: which worker, where its results go, the network profile it applies, its faults.
 
-TF_NETWORK_PROFILE names the base profile (default lan, trainer/shaper/profiles.py); each
+TF_NETWORK_PROFILE names the base profile (default lan, trainer/contract/shaping.py); each
 TF_NETWORK_* field set overrides the base's, and the profile is then called `NAME+custom`.
 """
 
@@ -13,7 +13,7 @@ from trainer.contract.links import VARIABLE as LINKS
 from trainer.contract.links import Links
 from trainer.contract.links import parse as parse_links
 from trainer.contract.settings import Settings, setting
-from trainer.shaper.profiles import PROFILES, Profile
+from trainer.contract.shaping import PROFILES, Profile
 
 
 def fraction(text: str) -> float:

@@ -10,7 +10,7 @@ sends.
 
 import dataclasses
 
-from trainer.shaper.profiles import Profile
+from trainer.contract.shaping import Profile
 
 
 @dataclasses.dataclass(frozen=True)

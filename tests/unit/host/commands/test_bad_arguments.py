@@ -43,6 +43,15 @@ BAD_ARGUMENTS = [
         {},
         ["run: --link 'worker-0 <-> worker-1: fast': 'fast' is not a profile (lan, wan, lossy, thin)"],
     ),
+    (
+        "scripts/run",
+        ["--network", "lan", "--workers", "3", "--link", "worker-2 <-> *: thin"],
+        {},
+        [
+            "run: --link: worker-0 would send at more than one rate (lan: no cap, thin: 100 Mbit/s): a rate that "
+            "differs by link is not supported yet"
+        ],
+    ),
     ("scripts/run", ["--dry-run", "--recover=yes"], {}, ["--recover takes no value, got 'yes'"]),
     ("scripts/run", ["--slow", "worker-1"], {}, ["run: --slow 'worker-1' must be NAME=CPUS, such as worker-1=0.25"]),
     ("scripts/run", ["--slow", "worker-1=fast"], {}, ["--slow 'worker-1=fast': CPUS must be a positive", "'fast'"]),

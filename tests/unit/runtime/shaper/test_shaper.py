@@ -13,12 +13,12 @@ import pytest
 from tests.conftest import free_port
 from trainer.contract import shaping
 from trainer.contract.resultsdir import Recorder, WorkerFiles
+from trainer.contract.shaping import PROFILES, Profile
 from trainer.shaper import probe, relay, rules
 from trainer.shaper.__main__ import WAYS, cluster_of, wait_for_worker_end, write_report
 from trainer.shaper.__main__ import main as shaper_main
 from trainer.shaper.checks import checks
 from trainer.shaper.probe import Link
-from trainer.shaper.profiles import PROFILES, Profile
 from trainer.shaper.settings import ShaperSettings
 from trainer.shaper.topology import PeerLink, links_of, uniform
 
