@@ -11,6 +11,9 @@ CI and for what is committed: without --dev the code is the image's. Host only, 
 import json
 from pathlib import Path
 
+from tfcluster.cluster.compose import VERDICT_SERVICE
+from tfcluster.cluster.fragments import KEEPER
+
 # Written by scripts/run into the run's folder (tfcluster/cluster/runs.py), read by Compose through COMPOSE_FILE.
 DEV_FILE = "compose.dev.yaml"
 # Where the image holds the harness's code (docker/Dockerfile: `COPY trainer/ /app/trainer/`).
@@ -19,7 +22,7 @@ TARGET = "/app/trainer"
 
 def services(worker_names: list[str], recover: bool) -> list[str]:
     """The run's services that run this project's code from the trainer image."""
-    return [*worker_names, "verifier", *(["keeper"] if recover else [])]
+    return [*worker_names, VERDICT_SERVICE, *([KEEPER] if recover else [])]
 
 
 def render(names: list[str], root: Path) -> str:

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from tfcluster import paths
-from tfcluster.cluster import devmode, runs, scaling, slowdown, steps
+from tfcluster.cluster import devmode, fragments, runs, scaling, slowdown, steps
 from tfcluster.cluster.compose import BASE_FILE
-from tfcluster.cluster.scaling import NETWORK_FILE
+from tfcluster.cluster.fragments import NETWORK_FILE
 from tfcluster.errors import Refusal
 from tfcluster.project import envfiles
 from tfcluster.project.options import Project
@@ -25,14 +25,14 @@ from trainer.contract.shaping import PROFILE_NAMES
 from trainer.contract.shaping import PROFILES as SHAPES
 
 PROFILES = PROFILE_NAMES
-OWN_TRAINER_FILE = "compose.byo.yaml"
-PROJECT_FILE = "compose.project.yaml"
-BAKED_FILE = "compose.baked.yaml"
-DATA_FILE = "compose.data.yaml"
+OWN_TRAINER_FILE = fragments.OWN_TRAINER.file
+PROJECT_FILE = fragments.PROJECT.file
+BAKED_FILE = fragments.BAKED.file
+DATA_FILE = fragments.DATA.file
 # Rendered for --workers N into the run's folder (tfcluster/cluster/runs.py); scripts/workers.py
 # writes it at the root for `docker compose` by hand.
 WORKERS_FILE = "compose.workers.yaml"
-RECOVERY_FILE = "compose.recovery.yaml"
+RECOVERY_FILE = fragments.RECOVERY_FILE
 # Your program's environment, written for compose.project.yaml's env_file, in the run's folder
 # (git ignores .tfcluster/).
 ENV_FILE = "env"

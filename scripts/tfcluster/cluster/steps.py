@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from tfcluster import paths
 from tfcluster.ci import hostpaths
 from tfcluster.cluster import build, cancel, composefiles, verdict, warm
-from tfcluster.cluster.compose import ComposeProject, exit_status
+from tfcluster.cluster.compose import VERDICT_SERVICE, ComposeProject, exit_status
 from tfcluster.project.layout import DEFAULT_IMAGE
 from trainer.contract.exitcodes import ExitCode
 
@@ -28,7 +28,7 @@ IMAGE_ID_FILE = "image"
 DOWN = ("down", "--volumes", "--remove-orphans", "--timeout", "1")
 # Workers' logs and the verdict together; only the verifier's exit ends the run (a plain
 # `--exit-code-from` without the service name would stop every worker when the first one exits).
-UP = ("up", "--remove-orphans", "--attach-dependencies", "--exit-code-from", "verifier", "verifier")
+UP = ("up", "--remove-orphans", "--attach-dependencies", "--exit-code-from", VERDICT_SERVICE, VERDICT_SERVICE)
 # A worker can outlive the verdict (for example one still waiting for a peer that failed).
 STOP = ("stop", "--timeout", "5")
 # A cancelled run's: the containers Compose did not stop (it was not running, or was killed), with

@@ -2,6 +2,7 @@
 
 import json
 
+from tfcluster.cluster.compose import VERDICT_SERVICE
 from tfcluster.cluster.scaling import TEMPLATE_SERVICE, check_count
 
 # -- Docker Swarm -------------------------------------------------------------------------------
@@ -29,7 +30,7 @@ def render(
     read top to bottom as the file it becomes; cut into pieces it would no longer read as one.
     """
     check_count(count)
-    worker, verifier = model["services"][TEMPLATE_SERVICE], model["services"]["verifier"]
+    worker, verifier = model["services"][TEMPLATE_SERVICE], model["services"][VERDICT_SERVICE]
     environment = {key: value for key, value in worker["environment"].items() if key != "TF_TASK_INDEX"}
     environment |= {"TF_WORKER_HOSTS": swarm_hosts(count), "TF_TASK_SLOT": "{{.Task.Slot}}"}
     once = {"restart_policy": {"condition": "none"}}  # A restarted worker cannot rejoin (docs/recovery.md).
@@ -72,7 +73,7 @@ def render(
         "volumes": {name: {"driver_opts": volume["driver_opts"]} for name, volume in model["volumes"].items()},
     }
     if not one_per_node:
-        stack["services"]["verifier"] = {
+        stack["services"][VERDICT_SERVICE] = {
             "image": image or verifier["image"],
             **verifier_directory,
             "entrypoint": verifier["entrypoint"],

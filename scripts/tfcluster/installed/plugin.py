@@ -32,10 +32,10 @@ from pathlib import Path
 
 import pytest
 
+from tfcluster.cluster.fragments import DEFAULT_WORKERS
 from tfcluster.cluster.result import Run
 
 MARKER = "workers"
-DEFAULT_WORKERS = 2
 # Cluster's fields that name paths: taken from pytest's rootdir when relative.
 PATH_FIELDS = ("project", "data", "requirements", "junit")
 _numbers = itertools.count(1)
