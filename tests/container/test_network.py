@@ -13,6 +13,7 @@ from tfcluster.cluster.compose import unique_name
 from tests.conftest import ROOT
 from tests.container.conftest import TUTORIAL_FIGURES, ComposeProject, override, problems, verdict_lines
 from trainer.contract.exitcodes import ExitCode
+from trainer.verifier import faults as faults_of_verdict
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
 
@@ -88,6 +89,43 @@ def test_two_racks_of_two_with_a_slow_link_between_them_are_measured_link_by_lin
             assert (link["rtt_ms"] < 5) if same_rack else (40 <= link["rtt_ms"] <= 60), (worker, peer, link)
     output = "\n".join(run.verdict_lines())
     assert "verdict: PASS: 4 of 4 workers agree" in output
+
+
+@pytest.mark.timeout(450)  # Three workers' start-up on two cores, a rate measured, then 40 steps.
+def test_a_link_with_its_own_rate_and_a_fault_that_makes_a_workers_links_wan_for_2s():
+    # worker-2 sends worker-0 at thin's 100 Mbit/s, and worker-1 uncapped: a rate class a peer. From
+    # step 6, for 2 s, every link of worker-2 is wan (50 ms), then lan again.
+    name, environ = unique_name("tfc-test"), dict(os.environ, TRAIN_EPOCHS="10")
+    shaped = {
+        "network": "lan",
+        "links": ["worker-2 -> worker-0: thin"],
+        "faults": ["worker-0,worker-1 <-> worker-2: wan at step 6 for 2s"],
+    }
+    try:
+        run = Cluster(name=name, workers=3, environ=environ, **shaped).run()
+    finally:
+        Cluster(name=name, workers=3, environ=environ).down()
+    assert run.passed, run.problems
+    matrix = run.verdict["links"]
+    capped = matrix["worker-2"]["worker-0"]
+    assert capped["profile"] == "thin out, lan in" and 80 <= capped["throughput_mbit"] <= 120, capped
+    assert matrix["worker-2"]["worker-1"]["profile"] == "lan" and matrix["worker-2"]["worker-1"]["rtt_ms"] < 5
+    # Applied by the shapers at both ends of each link it names, reported once.
+    [fault] = run.verdict["faults"]
+    assert fault["kind"] == "link" and fault["reached"] and 6 <= fault["step"] <= 12, fault
+    assert sorted(end["by"] for end in fault["ends"] if "cut_at" in end) == ["worker-0", "worker-1", "worker-2"]
+    line = faults_of_verdict.line(fault)  # What the verifier printed of it, from its record.
+    found = re.fullmatch(
+        r"fault: worker-0,worker-1 <-> worker-2: wan at step 6 for 2s: applied at step \d+, restored (\d+\.\d)s "
+        r"later; steps (\d+\.\d+)s each before, (\d+\.\d+)s each during, (\d+\.\d+)s each after; "
+        r"the training ended \d+\.\ds after the change",
+        line,
+    )
+    assert found and 2.0 <= float(found[1]) < 3, line
+    # Each step's all-reduce crosses worker-2's links at least once: 50 ms more a step while they
+    # are wan, and back to what it was once they are lan again.
+    before, during, after = (float(found[group]) for group in (2, 3, 4))
+    assert during >= before + 0.04 and during >= after + 0.04, line
 
 
 def test_lossy_drops_about_one_packet_in_a_hundred(compose_project):
@@ -208,10 +246,12 @@ def test_a_cut_longer_than_the_heartbeats_allow_fails_and_says_when_the_worker_e
     )
     # Lost within the fail-fast bound for a peer cut off (30 s, docs/failures.md), long before the heal.
     assert found and float(found[1]) < 30, line
-    # Each side lost the other: the cut, not a program's error, ended the run.
+    # Each side lost the other: the cut, not a program's error, ended the run. Either the heartbeats
+    # noticed first (`stopped: lost peer(s)`) or TensorFlow failed first and the launcher then found
+    # the peer gone (`after losing peer(s)`): which, on each side, is a race.
     said = problems(result.stdout)
     assert [problem.split(":", 1)[0] for problem in said] == ["worker-0", "worker-1"], said
-    assert all("exited 5" in problem and "after losing peer(s)" in problem for problem in said), said
+    assert all(re.search(r"exited 5: .*(?:stopped: lost|after losing) peer\(s\)", problem) for problem in said), said
 
 
 @pytest.mark.timeout(300)
@@ -230,7 +270,8 @@ def test_a_cut_the_cluster_cannot_ride_out_is_recovered_by_a_restart_with_its_li
         line,
     )
     assert found and float(found[1]) < 30, line
-    assert "restarts: 1 of at most 3: 1: worker-0 exited 5, resumed from step 4" in said, said
+    # Either worker may lose the other first: which one the keeper restarts for is a race.
+    assert any(re.fullmatch(r"restarts: 1 of at most 3: 1: worker-[01] exited 5, resumed from step 4", x) for x in said)
     assert re.search(
         r"^verdict: PASS: 2 of 2 workers agree \(after 1 restart\): .*; weights identical", "\n".join(said), re.M
     )
@@ -244,9 +285,9 @@ def test_a_cut_the_cluster_cannot_ride_out_is_recovered_by_a_restart_with_its_li
     )
     assert sorted(link[:2] for link in again) == [("worker-0", "worker-1"), ("worker-1", "worker-0")], result.stdout
     assert all(40 <= float(rtt) <= 60 for *_, rtt in again), again
-    assert (
-        "keeper | restart 1 of at most 3: worker-0 exited 5; restarting every worker and their 2 network shapers"
-        in (result.stdout)
+    assert re.search(
+        r"keeper \| restart 1 of at most 3: worker-[01] exited 5; restarting every worker and their 2 network shapers",
+        result.stdout,
     )
 
 

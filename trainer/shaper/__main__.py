@@ -25,7 +25,6 @@ import functools
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
@@ -33,17 +32,16 @@ from pathlib import Path
 
 from trainer.contract import shaping
 from trainer.contract.console import config_error
-from trainer.contract.faults import VARIABLE as FAULTS
-from trainer.contract.faults import record_path
+from trainer.contract.faults import Fault, record_path
+from trainer.contract.faults import parse as parse_faults
 from trainer.contract.resultsdir import WorkerFiles, live_status
 from trainer.contract.shaping import Profile
 from trainer.shaper import probe, relay, rules, schedule
 from trainer.shaper.checks import Check, checks
+from trainer.shaper.peers import RELAY_OFFSET, Peers
 from trainer.shaper.settings import ShaperSettings
 from trainer.shaper.topology import PeerLink, links_of, uniform
 
-# Where the relay listens for the redirected connections: TensorFlow's and the probe's.
-RELAY_OFFSET = 10
 MEASURE_TIMEOUT = 60.0
 
 
@@ -91,12 +89,13 @@ def wait_for_worker_end(files: WorkerFiles) -> None:
         fcntl.flock(lock, fcntl.LOCK_SH)
 
 
-async def apply(profile: Profile, tf_port: int, links: list[PeerLink] = ()) -> None:
+async def apply(me: str, profile: Profile, tf_port: int, links: list[PeerLink], faults: list[Fault]) -> Peers | None:
     """The profile's rules, and its delaying relays in front of TensorFlow's port and the probe's;
-    with links that differ, each peer's (`apply_by_link`)."""
-    if not uniform(links, profile):
-        await apply_by_link(links, tf_port)
-        return
+    with links that differ, or faults that change links, each peer's (trainer/shaper/peers.py)."""
+    if not uniform(links, profile) or any(fault.kind == "link" for fault in faults):
+        peers = Peers(me, links, faults)
+        await peers.start(tf_port)
+        return peers
     if profile.rate_mbit:
         rules.limit_rate(profile.rate_mbit)
     if profile.loss:
@@ -106,44 +105,28 @@ async def apply(profile: Profile, tf_port: int, links: list[PeerLink] = ()) -> N
         for port in (tf_port, probe.PROBE_PORT):
             await relay.serve(port + RELAY_OFFSET, port, delay)
             rules.redirect(port, port + RELAY_OFFSET)
+    return None
 
 
-async def apply_by_link(links: list[PeerLink], tf_port: int) -> None:
-    """Each peer's direction into this worker shaped by its own profile (trainer/shaper/topology.py)."""
-    rates = sorted({link.outbound.rate_mbit for link in links})
-    if len(rates) > 1:
-        # One token bucket on the interface: a rate per destination would need classes per peer.
-        raise rules.RuleError(
-            f"a rate that differs by link is not supported yet: {', '.join(f'{r:g}' for r in rates)} Mbit/s"
-        )
-    if rates[0]:
-        rules.limit_rate(rates[0])
-    addresses = {link.peer: socket.gethostbyname(link.peer) for link in links}
-    for link in links:
-        if link.inbound.loss:
-            rules.drop_randomly(link.inbound.loss, source=addresses[link.peer])
-    if not any(link.inbound.delays or link.outbound.delays for link in links):
-        return
-    by_address = {
-        addresses[link.peer]: (
-            relay.Delay(link.inbound.rtt_ms / 2, link.inbound.jitter_ms),
-            relay.Delay(link.outbound.rtt_ms / 2, link.outbound.jitter_ms),
-        )
-        for link in links
-    }
-    unknown = (relay.Delay(0, 0), relay.Delay(0, 0))  # Not a peer: not shaped.
-    for port in (tf_port, probe.PROBE_PORT):
-        await relay.serve(port + RELAY_OFFSET, port, lambda address: by_address.get(address, unknown))
-        rules.redirect(port, port + RELAY_OFFSET)
-
-
-async def apply_afresh(me: str, profile: Profile, tf_port: int, links: list[PeerLink]) -> None:
+async def apply_afresh(me: str, profile: Profile, tf_port: int, links: list[PeerLink], faults: list[Fault]):
     """`apply`, on a namespace cleared first. A warm worker's keeps what an earlier run's shaper
     left (one stopped before it could clear them): its redirects would point at a relay that is gone."""
     left = rules.clear()
     if left:
         say(f"{me}: removed {left} rule(s) an earlier run left")
-    await apply(profile, tf_port, links)
+    return await apply(me, profile, tf_port, links, faults)
+
+
+def injector(peers: Peers | None):
+    """How a fault is injected and undone: a cut by its rules, a link's by its peers' profiles."""
+
+    def inject(fault: Fault) -> None:
+        rules.partition(fault.way) if fault.kind == "cut" else peers.change(fault)
+
+    def undo(fault: Fault) -> None:
+        rules.heal() if fault.kind == "cut" else peers.restore(fault)
+
+    return inject, undo
 
 
 def measure_all(links: list[PeerLink]) -> list[probe.Link]:
@@ -205,15 +188,15 @@ async def shape(settings: ShaperSettings) -> int:
         if not me:
             raise ValueError("`SHAPED_WORKER` must name the worker whose network this is")
         tf_port, others, run_id = cluster_of(files, MEASURE_TIMEOUT)
-        strangers = [fault.describe() for fault in settings.faults if fault.worker not in [me, *others]]
-        if strangers:
-            raise ValueError(f"`{FAULTS}`: {strangers[0]}: no such worker in this cluster ({', '.join([me, *others])})")
+        # Again, now that the cluster is known: a worker the faults name must be in it.
+        workers = [me, *others]
+        mine = [fault for fault in parse_faults(settings.faults_text, workers) if me in fault.ends(workers)]
     except ValueError as error:
         return config_error("shaper", str(error))
     say(f"{me}: profile {profile.describe()}")
     links, by_link = links_told(settings, me, others)
     try:
-        await apply_afresh(me, profile, tf_port, links)
+        peers = await apply_afresh(me, profile, tf_port, links, mine)
     except (rules.RuleError, OSError) as error:
         return config_error("shaper", str(error))
     # Only now, with every rule and relay in place: a peer must never measure this worker's links
@@ -232,16 +215,17 @@ async def shape(settings: ShaperSettings) -> int:
     ok = report["ok"]
     say(f"{me}: shaping {'in place' if ok else 'NOT as the profile asks'}; staying until the worker ends")
     ended = threading.Event()
-    mine = [fault for fault in settings.faults if fault.worker == me]
+    inject, undo = injector(peers)
     faults = loop.run_in_executor(
         None,
         functools.partial(
             schedule.run,
             mine,
+            worker=me,
             progress=files.progress,
             record=Path(record_path(settings.results_dir, me)),
-            cut=rules.partition,
-            heal=rules.heal,
+            inject=inject,
+            undo=undo,
             ended=ended,
             say=say,
         ),

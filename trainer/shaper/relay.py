@@ -20,12 +20,21 @@ IN_FLIGHT = 256
 
 class Delay:
     def __init__(self, one_way_ms: float, jitter_ms: float, rng: random.Random | None = None):
-        self._base = one_way_ms / 1000
-        self._jitter = jitter_ms / 1000
+        self.set(one_way_ms, jitter_ms)
         self._rng = rng or random.Random()
 
+    def set(self, one_way_ms: float, jitter_ms: float) -> None:
+        """From the next chunk on (a link's fault changes its profile mid-run); none overtakes an earlier one."""
+        # One pair, replaced whole: the shaper's fault thread sets it while the relay's loop reads it.
+        self._seconds = (one_way_ms / 1000, jitter_ms / 1000)
+
+    @property
+    def one_way_ms(self) -> float:
+        return self._seconds[0] * 1000
+
     def __call__(self) -> float:
-        return max(0.0, self._base + self._rng.uniform(-self._jitter, self._jitter))
+        base, jitter = self._seconds
+        return max(0.0, base + self._rng.uniform(-jitter, jitter))
 
 
 async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay: Delay) -> None:

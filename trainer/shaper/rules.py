@@ -1,4 +1,4 @@
-"""The kernel's part: tbf for bandwidth, iptables for loss, redirects into the delaying relay.
+"""The kernel's part: tbf for one rate, htb for a rate per peer, iptables for loss, redirects into the relay.
 
 Run in the worker's network namespace (the shaper shares it, with NET_ADMIN; the worker itself
 keeps no privilege). Every rule carries the comment `tfcluster`, so they are easy to find.
@@ -30,10 +30,14 @@ def iptables() -> str:
     return "iptables"
 
 
-def limit_rate(mbit: float) -> None:
-    rate_bytes = mbit * 1e6 / 8
+def _burst(mbit: float) -> int:
     # A bucket of 10 ms at the rate (at least 16 KiB), so the cap holds without starving bursts.
-    burst = max(16384, int(rate_bytes / 100))
+    return max(16384, int(mbit * 1e6 / 8 / 100))
+
+
+def limit_rate(mbit: float) -> None:
+    """Everything the worker sends, at `mbit`: one token bucket on its interface."""
+    burst = _burst(mbit)
     run(
         "tc",
         "qdisc",
@@ -49,6 +53,49 @@ def limit_rate(mbit: float) -> None:
         "latency",
         "100ms",
     )
+
+
+# A class's rate where its link has no cap: far above what a link between containers carries here.
+NO_CAP_MBIT = 100_000
+
+
+def rate_classes(addresses: list[str]) -> dict[str, str]:
+    """A class of its own for what the worker sends each address (htb, each filtered by its
+    destination; anything else unclassified, sent as it comes), uncapped until `set_class_rate`;
+    the class ids by address."""
+    run("tc", "qdisc", "replace", "dev", INTERFACE, "root", "handle", "1:", "htb")
+    classes = {}
+    for number, address in enumerate(sorted(addresses), start=10):
+        classes[address] = f"1:{number}"
+        _rate_class("add", classes[address], 0)
+        match = ["u32", "match", "ip", "dst", f"{address}/32", "flowid", classes[address]]
+        run("tc", "filter", "add", "dev", INTERFACE, "parent", "1:", "protocol", "ip", "prio", "1", *match)
+    return classes
+
+
+def set_class_rate(classid: str, mbit: float) -> None:
+    """A class of `rate_classes` at `mbit` (0: no cap), from its next packet on."""
+    _rate_class("change", classid, mbit)
+
+
+def _rate_class(verb: str, classid: str, mbit: float) -> None:
+    rate, burst = f"{mbit or NO_CAP_MBIT:g}mbit", str(_burst(mbit or NO_CAP_MBIT))
+    # An explicit quantum: htb's own (rate / 10) is out of its range at these rates, with a warning.
+    shape = ["rate", rate, "ceil", rate, "burst", burst, "cburst", burst, "quantum", "60000"]
+    run("tc", "class", verb, "dev", INTERFACE, "parent", "1:", "classid", classid, "htb", *shape)
+
+
+def set_loss(probability: float, source: str) -> None:
+    """What arrives from `source` dropped at `probability` (0: none), in place of its earlier rule."""
+    listing = subprocess.run([iptables(), "-w", "-S", "INPUT"], capture_output=True, text=True)
+    if listing.returncode != 0:
+        raise RuleError(f"`iptables -S INPUT` failed: {listing.stderr.strip()}")
+    for rule in listing.stdout.splitlines():
+        words = shlex.split(rule)
+        if words[:2] == ["-A", "INPUT"] and "statistic" in words and f"{source}/32" in words and "tfcluster" in words:
+            run(iptables(), "-w", "-D", *words[1:])
+    if probability:
+        drop_randomly(probability, source)
 
 
 def drop_randomly(probability: float, source: str | None = None) -> None:

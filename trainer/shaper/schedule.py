@@ -2,14 +2,16 @@
 
 The shaper runs this beside its worker once its links are measured. It reads the training's
 progress from the file the observer in the worker's program keeps (trainer/observer/progress.py),
-cuts the worker off when a fault's step, epoch or time comes, heals it the fault's seconds later,
-and records each fault in the results directory (`faults-<worker>.json`, rewritten whole) for the
+injects a fault when its step, epoch or time comes (cuts the worker off, or gives a link another
+profile), undoes it the fault's seconds later (heals the cut, gives the link its own back), and
+records each fault in the results directory (`faults-<worker>.json`, rewritten whole) for the
 verifier: what it was, when it was cut and healed, the step and epoch it hit, and the training's
 step time before, during and after it (as long as the cut, up to PACE_WINDOW, each: the next
 fault is looked for after that). A fault the training never reached (the worker ended first) is
 recorded as such.
 """
 
+import dataclasses
 import json
 import os
 import threading
@@ -47,10 +49,11 @@ def run(
     *,
     progress: Path,
     record: Path,
-    cut: Callable[[str], object],
-    heal: Callable[[], object],
+    inject: Callable[[Fault], object],
+    undo: Callable[[Fault], object],
     ended: threading.Event,
     say: Callable[[str], None],
+    worker: str,
 ) -> list[dict]:
     """Each fault in turn, until the last or the worker's end (`ended`); what it did, as recorded.
 
@@ -59,8 +62,9 @@ def run(
     """
     done = _reached_before(faults, record)
     if done:
-        say(f"{faults[0].worker}: {len(done)} fault(s) injected before the restart: not again")
-    _go_through(faults[len(done) :], done, progress=progress, record=record, cut=cut, heal=heal, ended=ended, say=say)
+        say(f"{worker}: {len(done)} fault(s) injected before the restart: not again")
+    act = {"inject": inject, "undo": undo, "say": say, "worker": worker}
+    _go_through(faults[len(done) :], done, progress=progress, record=record, ended=ended, **act)
     return done
 
 
@@ -112,18 +116,35 @@ def _window(steps: int, seconds: float) -> dict | None:
     return {"steps": steps, "seconds": round(seconds, 3)} if seconds > 0 else None
 
 
-def _go_through(faults, done: list[dict], *, progress, record, cut, heal, ended, say) -> None:
+@dataclasses.dataclass(frozen=True)
+class Words:
+    """What the shaper says of a fault of one kind: injected, never reached, in force at the worker's end, undone."""
+
+    injected: str
+    not_injected: str
+    in_force: str
+    undone: str
+
+
+WORDS = {
+    "cut": Words("cut", "not cut", "cut off", "healed"),
+    "link": Words("applied", "not applied", "changed", "restored"),
+}
+
+
+def _go_through(faults, done: list[dict], *, progress, record, inject, undo, ended, say, worker) -> None:
     timeline = Timeline(progress)
     for fault in faults:
-        entry = {"fault": fault.describe(), "worker": fault.worker, "way": fault.way, "seconds": fault.seconds}
-        entry |= {"trigger": fault.trigger, "at": fault.at}
+        words = WORDS[fault.kind]
+        entry = {"fault": fault.describe(), "kind": fault.kind, "worker": fault.worker, "way": fault.way}
+        entry |= {"seconds": fault.seconds, "trigger": fault.trigger, "at": fault.at}
         while not reached(fault, state := timeline.read(), time.time()):
             if ended.wait(POLL):
                 done.append(entry | {"reached": False})
                 _write(record, done)
-                say(f"{fault.worker}: its training ended before {fault.when()}: not cut")
+                say(f"{worker}: its training ended before {fault.when()}: {words.not_injected}")
                 return
-        cut(fault.way)
+        inject(fault)
         entry |= {
             "reached": True,
             "cut_at": time.time(),
@@ -137,11 +158,11 @@ def _go_through(faults, done: list[dict], *, progress, record, cut, heal, ended,
         entry["step_time"] = pace
         done.append(entry)
         _write(record, done)
-        say(f"{fault.describe()}: cut at step {entry['step']}")
+        say(f"{fault.describe()}: {words.injected} at step {entry['step']}")
         # The worker may end first (lost to its peers, or done): it was cut off to its end, and the
         # rules go; `healed_at` is then when, not a heal the training saw.
         cut_short = ended.wait(fault.seconds)
-        heal()
+        undo(fault)
         entry["healed_at"] = time.time()
         pace["during"] = _window(
             timeline.read().get("steps", 0) - (entry["step"] or 0), entry["healed_at"] - entry["cut_at"]
@@ -149,8 +170,8 @@ def _go_through(faults, done: list[dict], *, progress, record, cut, heal, ended,
         if cut_short:
             entry["until_worker_end"] = True
         _write(record, done)
-        how = "its worker ended, cut off, after" if cut_short else "healed after"
-        say(f"{fault.worker}: {how} {entry['healed_at'] - entry['cut_at']:.1f}s")
+        how = f"its worker ended, {words.in_force}, after" if cut_short else f"{words.undone} after"
+        say(f"{worker}: {how} {entry['healed_at'] - entry['cut_at']:.1f}s")
         if not cut_short:
             # Before the next fault is looked for: one inside this window would blur both figures.
             pace["after"] = timeline.watch(window, ended)

@@ -41,7 +41,8 @@ class ShaperSettings(Settings):
     jitter_ms: float | None = _override("TF_NETWORK_JITTER_MS", at_most=10_000)
     loss: float | None = _override("TF_NETWORK_LOSS", at_most=0.5, kind=fraction)
     rate_mbit: float | None = _override("TF_NETWORK_RATE_MBIT", at_most=100_000)
-    # Cuts timed by training progress (trainer/contract/faults.py), of any worker: each shaper applies its own's.
+    # Faults timed by training progress (trainer/contract/faults.py), of any worker: each shaper applies
+    # those its worker is an end of. Parsed here too, so a bad clause is refused before the cluster is known.
     faults_text: str = setting(env=FAULTS, default="")
     # Links that differ from the profile (trainer/contract/links.py): racks, a distant worker, one way.
     links_text: str = setting(env=LINKS, default="")

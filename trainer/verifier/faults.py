@@ -1,9 +1,12 @@
 """The network faults the shapers injected (trainer/shaper/schedule.py), as the verdict reports them.
 
 Each shaper records its worker's faults in the results directory: what each was, when it cut and
-healed the worker, and the step it hit. The verdict gives each a `fault:` line; a fault the
-training never reached is a problem, since the run did not test what it was asked to. Whether
-the cluster carried on is the rest of the verdict: a PASS is the cluster riding the fault out.
+healed the worker (or changed a link's profile and restored it), and the step it hit. A link's
+fault is applied by the shapers at both ends of every direction it names: the verdict reports it
+once, as the first of them applied it, and says so when another applied it later or not at all.
+The verdict gives each a `fault:` line; a fault the training never reached is a problem, since the
+run did not test what it was asked to. Whether the cluster carried on is the rest of the verdict:
+a PASS is the cluster riding the fault out.
 """
 
 import json
@@ -31,8 +34,37 @@ def records(directory: Path, names: list[str], restarts: list[dict] | None = Non
             ended = WorkerFiles(Path(directory), name).status.stat().st_mtime
         except OSError:
             ended = None
-        found += [entry | {"worker_ended_at": ended} | _restart_after(entry, restarts or []) for entry in entries]
-    return tuple(found)
+        found += [
+            entry | {"by": name, "worker_ended_at": ended} | _restart_after(entry, restarts or []) for entry in entries
+        ]
+    return _once(found)
+
+
+def _once(entries: list[dict]) -> tuple[dict, ...]:
+    """Each link's fault once, as the first of its ends applied it, with what every end did
+    (`ends`: whose shaper, and the step and time it applied it, if it did); cuts as they are."""
+    order: list[dict | str] = []
+    ends: dict[str, list[dict]] = {}
+    for entry in entries:
+        if entry.get("kind") != "link":
+            order.append(entry)
+            continue
+        if entry["fault"] not in ends:
+            order.append(entry["fault"])
+        ends.setdefault(entry["fault"], []).append(entry)
+    return tuple(item if isinstance(item, dict) else _merged(ends[item]) for item in order)
+
+
+def _merged(entries: list[dict]) -> dict:
+    applied = sorted((entry for entry in entries if entry.get("reached")), key=lambda entry: entry["cut_at"])
+    first = applied[0] if applied else entries[0]
+    return first | {
+        "ends": [
+            {"by": entry["by"]}
+            | ({"step": entry.get("step"), "cut_at": entry["cut_at"]} if entry.get("reached") else {})
+            for entry in entries
+        ]
+    }
 
 
 def _restart_after(entry: dict, restarts: list[dict]) -> dict:
@@ -45,30 +77,58 @@ def _restart_after(entry: dict, restarts: list[dict]) -> dict:
     return {}
 
 
+# What a fault of each kind did: injected, undone, in force at the end.
+WORDS = {
+    "cut": ("cut", "healed", "still cut off", "the cut"),
+    "link": ("applied", "restored", "still changed", "the change"),
+}
+
+
+# Seconds between the first and the last of a link's ends applying its fault past which its line
+# says so: they read the same training's progress, a poll apart (trainer/shaper/schedule.py), unless
+# one was still in an earlier fault of its own then.
+LATE_END = 1.0
+
+
 def line(entry: dict) -> str:
+    return _line(entry) + _late_end(entry)
+
+
+def _late_end(entry: dict) -> str:
+    applied = [end for end in entry.get("ends", []) if "cut_at" in end]
+    if len(applied) < 2:
+        return ""
+    last = max(applied, key=lambda end: end["cut_at"])
+    late = last["cut_at"] - entry["cut_at"]
+    return f"; {last['by']}'s shaper applied it {late:.1f}s later, at step {last['step']}" if late > LATE_END else ""
+
+
+def _line(entry: dict) -> str:
     if not entry.get("reached"):
         return f"fault: {entry['fault']}: not reached, the training ended first"
-    said = f"fault: {entry['fault']}: cut at step {entry.get('step')}"
+    injected, undone, in_force, it = WORDS[entry.get("kind", "cut")]
+    said = f"fault: {entry['fault']}: {injected} at step {entry.get('step')}"
     # A worker that ended during its cut was never healed, whenever its shaper took the rules away.
     healed = None if entry.get("until_worker_end") else entry.get("healed_at")
     # What ended it: the cluster's failure that the keeper restarted, or else the worker's own end.
     end = entry["cluster_failed_at"] if "restart" in entry else entry.get("worker_ended_at")
     healed_first = healed is not None and (end is None or healed <= end)
     if healed_first:
-        said += f", healed {healed - entry['cut_at']:.1f}s later"
+        said += f", {undone} {healed - entry['cut_at']:.1f}s later"
     if end is None:
         return said + _pace(entry)
-    still = "" if healed_first else ", still cut off"
+    still = "" if healed_first else f", {in_force}"
     if "restart" in entry:
         return (
             said
             + _pace(entry)
             + (
-                f"; the cluster failed {end - entry['cut_at']:.1f}s after the cut{still}, and restart "
+                f"; the cluster failed {end - entry['cut_at']:.1f}s after {it}{still}, and restart "
                 f"{entry['restart']} began it again from its newest checkpoint"
             )
         )
-    return said + _pace(entry) + f"; {entry['worker']} ended {end - entry['cut_at']:.1f}s after the cut{still}"
+    ended = entry["worker"] or "the training"
+    return said + _pace(entry) + f"; {ended} ended {end - entry['cut_at']:.1f}s after {it}{still}"
 
 
 def _pace(entry: dict) -> str:
@@ -87,8 +147,16 @@ def _pace(entry: dict) -> str:
 
 
 def problems(entries: tuple[dict, ...]) -> tuple[str, ...]:
-    return tuple(
-        f"fault never injected: {entry['fault']} (the training ended before it): the run did not test it"
-        for entry in entries
-        if not entry.get("reached")
-    )
+    said = []
+    for entry in entries:
+        missed = [end["by"] for end in entry.get("ends", []) if "cut_at" not in end]
+        if not entry.get("reached"):
+            said.append(
+                f"fault never injected: {entry['fault']} (the training ended before it): the run did not test it"
+            )
+        elif missed:
+            said.append(
+                f"fault injected at only some of its ends: {entry['fault']}: not by the shaper of "
+                f"{', '.join(missed)} (its training ended before it): the run did not test it whole"
+            )
+    return tuple(said)

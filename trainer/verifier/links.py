@@ -12,7 +12,8 @@ from trainer.contract import shaping
 
 
 def matrix(directory: Path, names: list[str]) -> dict[str, dict[str, dict]]:
-    """{worker: {peer: {"rtt_ms", "profile"}}} for every worker whose shaper reported."""
+    """{worker: {peer: {"rtt_ms", "profile"}}} for every worker whose shaper reported, with
+    "throughput_mbit" where the link has a rate to measure."""
     found = {}
     for name in names:
         report = shaping.read_report(str(directory), name)
@@ -20,6 +21,7 @@ def matrix(directory: Path, names: list[str]) -> dict[str, dict[str, dict]]:
             continue
         found[name] = {
             link["peer"]: {"rtt_ms": link["rtt_ms"], "profile": link.get("profile", report.get("profile"))}
+            | ({"throughput_mbit": link["throughput_mbit"]} if link.get("throughput_mbit") is not None else {})
             for link in report.get("links", [])
         }
     return found
@@ -42,7 +44,10 @@ def lines(links: dict[str, dict[str, dict]]) -> list[str]:
 
 
 def _cell(link: dict | None) -> str:
-    return "?" if link is None else f"{link['rtt_ms']:.1f} ms {link['profile']}"
+    if link is None:
+        return "?"
+    rate = f" {link['throughput_mbit']:.0f} Mbit/s" if "throughput_mbit" in link else ""
+    return f"{link['rtt_ms']:.1f} ms{rate} {link['profile']}"
 
 
 def _index(name: str) -> tuple[int, str]:

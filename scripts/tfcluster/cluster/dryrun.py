@@ -107,7 +107,8 @@ def _options_lines(plan: Plan, texts: dict[str, str], variables: dict[str, str])
         lines.append(f"network        profile {plan.profile}, applied and measured by {shapers}")
         lines += link_lines(plan)
         for fault in parse_faults("; ".join(plan.faults)):
-            lines.append(f"fault          {fault.describe()}, by shaper-{fault.worker.removeprefix('worker-')}")
+            by = ", ".join(f"shaper-{name.removeprefix('worker-')}" for name in fault.ends(plan.names))
+            lines.append(f"fault          {fault.describe()}, by {by}")
     else:
         lines.append("network        not shaped")
     if plan.recover:

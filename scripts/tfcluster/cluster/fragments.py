@@ -430,7 +430,7 @@ SHAPER = {
             "TF_NETWORK_FAULTS": "${TF_NETWORK_FAULTS:-}",
             Comment(
                 "Links that differ from the profile (scripts/run --link; trainer/contract/links.py): each\n"
-                "shaper shapes what arrives at its worker from each peer by that direction's profile."
+                "shaper shapes its worker's link with each peer by the profile of each direction."
             ): None,
             "TF_NETWORK_LINKS": "${TF_NETWORK_LINKS:-}",
         },

@@ -22,7 +22,6 @@ from trainer.contract.faults import parse as parse_faults
 from trainer.contract.links import VARIABLE as LINKS
 from trainer.contract.links import parse as parse_links
 from trainer.contract.shaping import PROFILE_NAMES
-from trainer.contract.shaping import PROFILES as SHAPES
 
 PROFILES = PROFILE_NAMES
 OWN_TRAINER_FILE = fragments.OWN_TRAINER.file
@@ -236,27 +235,7 @@ def check_network(workers: int, network: str | None, faults=(), links=()) -> tup
         "worker-0,worker-1 <-> worker-2,worker-3: wan",
         "the profile of every other link; lan shapes nothing",
     )
-    if links:
-        _check_rates(parse_links("; ".join(links), PROFILES, names), network, names)
     return faults, links
-
-
-def _check_rates(links, network: str | None, names: list[str]) -> None:
-    """Refuses links that give one worker's sending two rates: the shaper has one token bucket
-    on the worker's interface (trainer/shaper/__main__.py)."""
-    for sender in names:
-        chosen = {links.profile_of(sender, receiver, network) for receiver in names if receiver != sender}
-        rates = sorted({SHAPES[name].rate_mbit for name in chosen})
-        if len(rates) > 1:
-            shown = ", ".join(f"{name}: {_rate(SHAPES[name].rate_mbit)}" for name in sorted(chosen))
-            raise Refusal(
-                f"--link: {sender} would send at more than one rate ({shown}): a rate that differs "
-                "by link is not supported yet (one token bucket on each worker's interface)"
-            )
-
-
-def _rate(mbit: float) -> str:
-    return f"{mbit:g} Mbit/s" if mbit else "no cap"
 
 
 def _clauses(option: str, clauses, network: str | None, parse, example: str, why: str) -> tuple[str, ...]:

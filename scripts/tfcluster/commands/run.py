@@ -192,9 +192,10 @@ def add_network_options(parser: Parser) -> None:
         action="append",
         default=[],
         metavar="CLAUSE",
-        help=f"with --network: cut a worker off when its training gets there, then heal it: '{GRAMMAR}', "
-        "such as 'cut worker-1 at step 8 for 5s' or 'cut worker-2 out at epoch 2 for 30s'; the verdict "
-        "records each (repeat it for more; default: none)",
+        help=f"with --network: when the training gets there, cut a worker off or give links another profile, "
+        f"then undo it: '{GRAMMAR}', such as 'cut worker-1 at step 8 for 5s', 'cut worker-2 out at epoch 2 "
+        "for 30s' or 'worker-0,worker-1 <-> worker-2,worker-3: thin at step 20 for 10s'; the verdict records "
+        "each (repeat it for more; default: none)",
     )
     parser.add_argument(
         "--link",

@@ -45,11 +45,11 @@ BAD_ARGUMENTS = [
     ),
     (
         "scripts/run",
-        ["--network", "lan", "--workers", "3", "--link", "worker-2 <-> *: thin"],
+        ["--network", "lan", "--workers", "3", "--fault", "worker-2 <-> worker-5: thin at step 3 for 5s"],
         {},
         [
-            "run: --link: worker-0 would send at more than one rate (lan: no cap, thin: 100 Mbit/s): a rate that "
-            "differs by link is not supported yet"
+            "run: --fault 'worker-2 <-> worker-5: thin at step 3 for 5s': no worker-5 in this cluster "
+            "(worker-0, worker-1, worker-2)"
         ],
     ),
     ("scripts/run", ["--dry-run", "--recover=yes"], {}, ["--recover takes no value, got 'yes'"]),

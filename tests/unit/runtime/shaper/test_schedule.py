@@ -35,9 +35,20 @@ def test_clauses_read_as_faults_and_describe_themselves():
         ),
         ("cut worker-2 at step 3", "'cut worker-2 at step 3' is not a fault"),
         ("partition worker-2 at step 3 for 1s", "is not a fault"),
-        ("cut worker-2 at step 0 for 1s", "steps and epochs count from 1, a cut lasts more than 0s"),
-        ("cut worker-2 at step 3 for 0s", "steps and epochs count from 1, a cut lasts more than 0s"),
+        ("cut worker-2 at step 0 for 1s", "steps and epochs count from 1, a fault lasts more than 0s"),
+        ("cut worker-2 at step 3 for 0s", "steps and epochs count from 1, a fault lasts more than 0s"),
         ("cut worker-7 at step 3 for 1s", "no worker-7 in this cluster (worker-0, worker-1)"),
+        (
+            "cut worker-1 at step 3 for 1s; cut worker-1 at step 3 for 1s",
+            "'cut worker-1 at step 3 for 1s': given twice",
+        ),
+        ("worker-0 <-> worker-7: thin at step 3 for 1s", "no worker-7 in this cluster (worker-0, worker-1)"),
+        ("worker-0 <-> worker-1: fast at step 3 for 1s", "'fast' is not a profile (lan, wan, lossy, thin)"),
+        ("worker-0 <-> worker-0: thin at step 3 for 1s", "a worker on both sides (worker-0)"),
+        ("worker-0 <-> worker-1: thin at step 3", "is not a fault"),
+        ("worker-0 <-> worker-1: thin for 3s", "is not a fault"),
+        ("* <-> *: thin at step 3 for 1s", "one side must name its workers"),
+        ("foo: thin at step 3 for 1s", "'foo: thin at step 3 for 1s': 'foo: thin' is not a link (GROUP <-> GROUP"),
     ],
 )
 def test_a_bad_clause_is_named_in_one_line(text, message):
@@ -45,6 +56,7 @@ def test_a_bad_clause_is_named_in_one_line(text, message):
         faults.parse(text, workers=["worker-0", "worker-1"])
     said = str(raised.value)
     assert said.startswith("`TF_NETWORK_FAULTS`: ") and message in said and "\n" not in said, said
+    assert "TF_NETWORK_LINKS" not in said, said  # A link's reason, said of the fault's clause.
 
 
 def write(path, **progress):
@@ -77,8 +89,9 @@ def test_a_fault_is_cut_when_the_training_reaches_it_then_healed_and_recorded(tm
         kwargs={
             "progress": progress,
             "record": record,
-            "cut": lambda way: calls.append(("cut", way, json.loads(progress.read_text())["steps"])),
-            "heal": lambda: calls.append(("heal",)),
+            "inject": lambda fault: calls.append(("cut", fault.way, json.loads(progress.read_text())["steps"])),
+            "undo": lambda fault: calls.append(("heal",)),
+            "worker": "worker-1",
             "ended": ended,
             "say": lambda line: None,
         },
@@ -122,8 +135,9 @@ def test_a_fault_the_training_never_reaches_is_recorded_as_not_cut(tmp_path):
         faults.parse("cut worker-1 at step 5 for 1s"),
         progress=progress,
         record=record,
-        cut=lambda way: pytest.fail("cut"),
-        heal=lambda: pytest.fail("healed"),
+        inject=lambda fault: pytest.fail("cut"),
+        undo=lambda fault: pytest.fail("healed"),
+        worker="worker-1",
         ended=ended,
         say=said.append,
     )
@@ -131,7 +145,7 @@ def test_a_fault_the_training_never_reaches_is_recorded_as_not_cut(tmp_path):
     assert said == ["worker-1: its training ended before step 5: not cut"]
     # The verdict says so, and fails: the run did not test what it was asked to.
     assert faults_of_verdict.records(tmp_path, ["worker-0", "worker-1"]) == tuple(
-        entry | {"worker_ended_at": None} for entry in done
+        entry | {"by": "worker-1", "worker_ended_at": None} for entry in done
     )
     assert (
         faults_of_verdict.line(done[0])
@@ -155,8 +169,9 @@ def test_a_shaper_started_again_after_a_restart_keeps_the_faults_already_injecte
         [first, second],
         progress=progress,
         record=record,
-        cut=lambda way: calls.append(("cut", way)),
-        heal=lambda: calls.append(("heal",)) or ended.set(),
+        inject=lambda fault: calls.append(("cut", fault.way)),
+        undo=lambda fault: calls.append(("heal",)) or ended.set(),
+        worker="worker-1",
         ended=ended,
         say=said.append,
     )
@@ -203,8 +218,9 @@ def test_a_worker_that_ends_during_its_cut_is_said_to_have_ended_cut_off_not_hea
         faults.parse("cut worker-1 at step 6 for 60s"),
         progress=progress,
         record=record,
-        cut=lambda way: None,
-        heal=lambda: None,
+        inject=lambda fault: None,
+        undo=lambda fault: None,
+        worker="worker-1",
         ended=ended,
         say=said.append,
     )
@@ -242,8 +258,9 @@ def test_the_step_time_before_during_and_after_a_cut_is_recorded_and_said(tmp_pa
             faults.parse("cut worker-1 at 0.6s for 0.6s"),
             progress=progress,
             record=record,
-            cut=lambda way: calls.append("cut"),
-            heal=lambda: calls.append("heal"),
+            inject=lambda fault: calls.append("cut"),
+            undo=lambda fault: calls.append("heal"),
+            worker="worker-1",
             ended=ended,
             say=lambda line: None,
         )
@@ -261,3 +278,58 @@ def test_the_step_time_before_during_and_after_a_cut_is_recorded_and_said(tmp_pa
     assert re.search(
         r"; steps 0\.0\d\ds each before, (none in 0\.\ds|0\.\d+s each) during, 0\.0\d\ds each after$", said
     ), said
+
+
+def test_a_link_fault_applied_by_several_shapers_is_one_line_from_the_first_of_them(tmp_path):
+    fault = "worker-0,worker-1 <-> worker-2,worker-3: thin at step 5 for 3s"
+    base = {"fault": fault, "kind": "link", "worker": "", "reached": True, "step": 5}
+    pace = {"before": {"steps": 10, "seconds": 0.6}, "during": {"steps": 8, "seconds": 3.0}}
+    applied = {"worker-0": 100.2, "worker-1": 100.0, "worker-2": 100.1, "worker-3": 100.3}
+    for worker, at in applied.items():
+        entry = base | {"cut_at": at, "healed_at": at + 3, "step_time": pace | {"first": worker}}
+        (tmp_path / f"faults-{worker}.json").write_text(json.dumps([entry]))
+        (tmp_path / f"{worker}.status").write_text("{}")
+    # A cut of the same run stays its own line.
+    cut = {"fault": "cut worker-1 off at step 9 for 1s", "worker": "worker-1", "reached": False}
+    (tmp_path / "faults-worker-1.json").write_text(
+        json.dumps([base | {"cut_at": 100.0, "healed_at": 103.0, "step_time": pace | {"first": "worker-1"}}, cut])
+    )
+    entries = faults_of_verdict.records(tmp_path, list(applied))
+    assert [entry["fault"] for entry in entries] == [fault, cut["fault"]]
+    assert entries[0]["step_time"]["first"] == "worker-1"  # The earliest applied.
+    said = faults_of_verdict.line(entries[0] | {"worker_ended_at": 200.0})
+    assert said == (
+        f"fault: {fault}: applied at step 5, restored 3.0s later; steps 0.060s each before, 0.375s each during; "
+        "the training ended 100.0s after the change"
+    )
+    assert faults_of_verdict.line(entries[1]) == f"fault: {cut['fault']}: not reached, the training ended first"
+    assert [end["by"] for end in entries[0]["ends"]] == list(applied)
+    assert faults_of_verdict.problems(entries) == (
+        f"fault never injected: {cut['fault']} (the training ended before it): the run did not test it",
+    )
+
+
+def test_a_link_fault_one_end_applied_late_and_one_never_is_said_so(tmp_path):
+    fault = "worker-0 <-> worker-1,worker-2: thin at step 5 for 3s"
+    base = {"fault": fault, "kind": "link", "worker": ""}
+    # worker-1's shaper was still in a fault of its own at step 5; worker-2's training ended first.
+    applied = {
+        "worker-0": base | {"reached": True, "step": 5, "cut_at": 100.0, "healed_at": 103.0},
+        "worker-1": base | {"reached": True, "step": 9, "cut_at": 103.5, "healed_at": 106.5},
+        "worker-2": base | {"reached": False},
+    }
+    for worker, entry in applied.items():
+        (tmp_path / f"faults-{worker}.json").write_text(json.dumps([entry]))
+    [entry] = faults_of_verdict.records(tmp_path, list(applied))
+    assert faults_of_verdict.line(entry) == (
+        f"fault: {fault}: applied at step 5, restored 3.0s later; worker-1's shaper applied it 3.5s later, at step 9"
+    )
+    assert faults_of_verdict.problems((entry,)) == (
+        f"fault injected at only some of its ends: {fault}: not by the shaper of worker-2 (its training ended "
+        "before it): the run did not test it whole",
+    )
+    # A poll apart is the same moment: nothing said.
+    applied["worker-1"] |= {"cut_at": 100.3, "step": 5}
+    (tmp_path / "faults-worker-1.json").write_text(json.dumps([applied["worker-1"]]))
+    [entry] = faults_of_verdict.records(tmp_path, list(applied))
+    assert faults_of_verdict.line(entry) == f"fault: {fault}: applied at step 5, restored 3.0s later"

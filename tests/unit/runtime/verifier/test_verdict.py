@@ -366,3 +366,18 @@ def test_links_that_differ_are_shown_as_a_matrix_and_kept_in_the_record(tmp_path
     report("worker-1", [("worker-0", 0.09, "lan"), ("worker-2", 0.1, "lan")])
     report("worker-0", [("worker-1", 0.12, "lan"), ("worker-2", 0.1, "lan")])
     assert links.lines(links.matrix(tmp_path, ["worker-0", "worker-1"])) == []
+
+
+def test_a_link_with_a_rate_of_its_own_shows_and_keeps_its_measured_throughput(tmp_path):
+    from trainer.contract import shaping
+    from trainer.verifier import links
+
+    described = [
+        {"peer": "worker-0", "rtt_ms": 0.7, "throughput_mbit": 98.4, "profile": "thin out, lan in"},
+        {"peer": "worker-1", "rtt_ms": 0.5, "throughput_mbit": None, "profile": "lan"},
+    ]
+    shaping.report_path(str(tmp_path), "worker-2").write_text(json.dumps({"profile": "lan", "links": described}))
+    found = links.matrix(tmp_path, ["worker-2"])
+    assert found["worker-2"]["worker-0"] == {"rtt_ms": 0.7, "profile": "thin out, lan in", "throughput_mbit": 98.4}
+    assert "throughput_mbit" not in found["worker-2"]["worker-1"]  # No rate: nothing to measure.
+    assert links.lines(found)[-1] == "worker-2  0.7 ms 98 Mbit/s thin out, lan in  0.5 ms lan  -"
