@@ -34,7 +34,7 @@ examples:
   scripts/benchmark --runs 9                 # steadier medians, slower
   scripts/benchmark --network --steps 20     # training time under each network profile
   scripts/benchmark --observer --runs 8      # the observer's cost: 8 pairs with it and without
-  scripts/benchmark --warm --first-run       # warm, cold and bare; 20 warm runs; a fresh first run
+  scripts/benchmark --warm --first-run       # warm, cold and bare, 3 times over; 20 warm runs; a fresh first run
 
 exit status:
   0    ok: measured, and the figures written
@@ -78,6 +78,13 @@ def parser() -> argparse.ArgumentParser:
         help="only warm, cold and bare side by side, then warm runs in a row (default: off)",
     )
     result.add_argument(
+        "--comparisons",
+        type=int,
+        default=3,
+        metavar="N",
+        help="with --warm: the whole comparison N times over, each of --runs rounds, every one reported (default: 3)",
+    )
+    result.add_argument(
         "--in-a-row", type=int, default=20, metavar="N", help="with --warm: warm runs in a row (default: 20)"
     )
     result.add_argument(
@@ -94,10 +101,13 @@ def main(argv: list[str]) -> int:
     arguments = options.parse_args(argv)
     if arguments.runs < 1:
         options.error(f"--runs ({arguments.runs}) must be at least 1")
-    if arguments.steps < 1:
-        options.error(f"--steps ({arguments.steps}) must be at least 1")
+    for name in ("steps", "comparisons"):
+        if getattr(arguments, name) < 1:
+            options.error(f"--{name} ({getattr(arguments, name)}) must be at least 1")
     if arguments.warm:
-        result = warm.measure(arguments.runs, arguments.in_a_row, first_run=arguments.first_run)
+        result = warm.measure(
+            arguments.runs, arguments.in_a_row, first_run=arguments.first_run, comparisons=arguments.comparisons
+        )
         (DOCS / "warm-benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
         text = warm.table(result)
         (DOCS / "warm-benchmark.md").write_text("# Warm workers against cold runs and the bare processes\n\n" + text)

@@ -95,6 +95,7 @@ def test_scripts_benchmark_accepts_every_option_of_the_benchmark_command(sandbox
         "--observer",
         "--steps",
         "--warm",
+        "--comparisons",
         "--in-a-row",
         "--first-run",
     }
