@@ -21,6 +21,7 @@ So the digest depends on the locale, as it did: sorting by bytes whatever the lo
 the same in every shell and CI job, at the cost of one rebuild of each image built before.
 
     python3 -m tfcluster.images digest --base-id ID [--extra-requirements=TEXT] [--code PATH]... -- PATH...
+    python3 -m tfcluster.images digest --base-id ID [--extra-requirements=TEXT] --image trainer|shaper
 """
 
 import argparse
@@ -31,6 +32,8 @@ import os
 import stat
 import sys
 from collections.abc import Iterable, Iterator
+
+from tfcluster.images.inputs import IMAGES
 
 
 class DigestError(Exception):
@@ -133,8 +136,15 @@ def main(arguments: list[str]) -> int:
     parser.add_argument("--base-id", required=True, help="the base image's id (docker image inspect --format {{.Id}})")
     parser.add_argument("--extra-requirements", default="", metavar="TEXT", help="EXTRA_REQUIREMENTS (default: none)")
     parser.add_argument("--code", action="append", default=[], metavar="PATH", help="the code's files or folders")
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="the files and folders the build reads")
+    parser.add_argument(
+        "--image", choices=IMAGES, help="an image's own inputs (tfcluster.images.inputs), for --code and PATHs"
+    )
+    parser.add_argument("paths", nargs="*", metavar="PATH", help="the files and folders the build reads")
     options = parser.parse_args(arguments)
+    if options.image:
+        options.paths, options.code = list(IMAGES[options.image].dependencies), list(IMAGES[options.image].code)
+    elif not options.paths:
+        parser.error("give --image or the PATHs the build reads")
     try:
         # sort's collation is the environment's (LC_ALL, LC_COLLATE, LANG), or C if it names none here.
         locale.setlocale(locale.LC_ALL, "")
