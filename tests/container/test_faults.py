@@ -113,7 +113,11 @@ def test_a_topology_mismatch_stops_every_worker_before_training(compose_project,
 
 
 def test_two_workers_with_one_index(compose_project, tmp_path):
-    project = compose_project(override(tmp_path, {"worker-1": {"TF_TASK_INDEX": "0"}}))
+    # worker-0 waits for the peer that stopped at its config error until the join deadline: the
+    # short one, not the default 60 s (nothing of worker-0's wait is asserted here).
+    project = compose_project(
+        override(tmp_path, {"worker-1": {"TF_TASK_INDEX": "0"}}), environment={"TF_JOIN_TIMEOUT": str(SHORT_JOIN)}
+    )
     result = project.verdict()
     assert result.returncode == ExitCode.VERIFICATION_FAILED
     assert project.exit_code("worker-1") == ExitCode.CONFIG_ERROR
