@@ -87,6 +87,24 @@ class Fault:
         return f"cut {self.worker} off{way} at {self.when()} for {self.seconds:g}s"
 
 
+@dataclasses.dataclass(frozen=True)
+class Words:
+    """What the shaper and the verdict say of a fault of one kind: injected, never reached, in force
+    at the worker's end, undone, and the fault itself."""
+
+    injected: str
+    not_injected: str
+    in_force: str
+    undone: str
+    itself: str
+
+
+WORDS = {
+    "cut": Words("cut", "not cut", "cut off", "healed", "the cut"),
+    "link": Words("applied", "not applied", "changed", "restored", "the change"),
+}
+
+
 def parse(text: str, workers: list[str] | None = None) -> list[Fault]:
     """The faults `text` schedules, in order; raises ValueError naming the first bad clause (or a
     worker not among `workers`, where they are known)."""

@@ -29,7 +29,8 @@ class Peers:
         self._delays = {peer: (relay.Delay(0, 0), relay.Delay(0, 0)) for peer in self._links}
         self._losses = dict.fromkeys(self._links, 0.0)
         self._classes: dict[str, str] = {}
-        self._changes = [self._profiles(fault) for fault in faults if fault.kind == "link"]
+        # What each link's fault makes of this worker's links, worked out once.
+        self._changes = {fault: self._profiles(fault) for fault in faults if fault.kind == "link"}
 
     def _profiles(self, fault: Fault) -> dict[str, tuple[Profile, Profile]]:
         """What `fault` makes of this worker's links, by peer (only those it names)."""
@@ -47,7 +48,7 @@ class Peers:
     async def start(self, tf_port: int) -> None:
         """The links' own profiles, with room for every change the faults will make."""
         every = [*((link.inbound, link.outbound) for link in self._links.values())]
-        every += [pair for change in self._changes for pair in change.values()]
+        every += [pair for change in self._changes.values() for pair in change.values()]
         rates = {outbound.rate_mbit for _, outbound in every}
         if len(rates) > 1:
             addresses = rules.rate_classes(list(self._addresses.values()))
@@ -65,12 +66,12 @@ class Peers:
 
     def change(self, fault: Fault) -> None:
         """The profiles `fault` gives the links it names."""
-        for peer, (inbound, outbound) in self._profiles(fault).items():
+        for peer, (inbound, outbound) in self._changes[fault].items():
             self._set(peer, inbound, outbound)
 
     def restore(self, fault: Fault) -> None:
         """The links `fault` named, back to their own profiles."""
-        for peer in self._profiles(fault):
+        for peer in self._changes[fault]:
             link = self._links[peer]
             self._set(peer, link.inbound, link.outbound)
 

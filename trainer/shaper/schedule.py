@@ -11,7 +11,6 @@ fault is looked for after that). A fault the training never reached (the worker 
 recorded as such.
 """
 
-import dataclasses
 import json
 import os
 import threading
@@ -19,7 +18,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from trainer.contract.faults import Fault
+from trainer.contract.faults import WORDS, Fault
 
 POLL = 0.05  # Seconds between reads of the progress file: well under its own interval.
 PACE_WINDOW = 10.0  # The longest stretch of training before and after a cut whose step time is given.
@@ -114,22 +113,6 @@ class Timeline:
 
 def _window(steps: int, seconds: float) -> dict | None:
     return {"steps": steps, "seconds": round(seconds, 3)} if seconds > 0 else None
-
-
-@dataclasses.dataclass(frozen=True)
-class Words:
-    """What the shaper says of a fault of one kind: injected, never reached, in force at the worker's end, undone."""
-
-    injected: str
-    not_injected: str
-    in_force: str
-    undone: str
-
-
-WORDS = {
-    "cut": Words("cut", "not cut", "cut off", "healed"),
-    "link": Words("applied", "not applied", "changed", "restored"),
-}
 
 
 def _go_through(faults, done: list[dict], *, progress, record, inject, undo, ended, say, worker) -> None:

@@ -12,7 +12,7 @@ a PASS is the cluster riding the fault out.
 import json
 from pathlib import Path
 
-from trainer.contract.faults import record_path
+from trainer.contract.faults import WORDS, record_path
 from trainer.contract.resultsdir import WorkerFiles
 
 
@@ -77,13 +77,6 @@ def _restart_after(entry: dict, restarts: list[dict]) -> dict:
     return {}
 
 
-# What a fault of each kind did: injected, undone, in force at the end.
-WORDS = {
-    "cut": ("cut", "healed", "still cut off", "the cut"),
-    "link": ("applied", "restored", "still changed", "the change"),
-}
-
-
 # Seconds between the first and the last of a link's ends applying its fault past which its line
 # says so: they read the same training's progress, a poll apart (trainer/shaper/schedule.py), unless
 # one was still in an earlier fault of its own then.
@@ -106,29 +99,29 @@ def _late_end(entry: dict) -> str:
 def _line(entry: dict) -> str:
     if not entry.get("reached"):
         return f"fault: {entry['fault']}: not reached, the training ended first"
-    injected, undone, in_force, it = WORDS[entry.get("kind", "cut")]
-    said = f"fault: {entry['fault']}: {injected} at step {entry.get('step')}"
+    words = WORDS[entry.get("kind", "cut")]
+    said = f"fault: {entry['fault']}: {words.injected} at step {entry.get('step')}"
     # A worker that ended during its cut was never healed, whenever its shaper took the rules away.
     healed = None if entry.get("until_worker_end") else entry.get("healed_at")
     # What ended it: the cluster's failure that the keeper restarted, or else the worker's own end.
     end = entry["cluster_failed_at"] if "restart" in entry else entry.get("worker_ended_at")
     healed_first = healed is not None and (end is None or healed <= end)
     if healed_first:
-        said += f", {undone} {healed - entry['cut_at']:.1f}s later"
+        said += f", {words.undone} {healed - entry['cut_at']:.1f}s later"
     if end is None:
         return said + _pace(entry)
-    still = "" if healed_first else f", {in_force}"
+    still = "" if healed_first else f", still {words.in_force}"
     if "restart" in entry:
         return (
             said
             + _pace(entry)
             + (
-                f"; the cluster failed {end - entry['cut_at']:.1f}s after {it}{still}, and restart "
+                f"; the cluster failed {end - entry['cut_at']:.1f}s after {words.itself}{still}, and restart "
                 f"{entry['restart']} began it again from its newest checkpoint"
             )
         )
     ended = entry["worker"] or "the training"
-    return said + _pace(entry) + f"; {ended} ended {end - entry['cut_at']:.1f}s after {it}{still}"
+    return said + _pace(entry) + f"; {ended} ended {end - entry['cut_at']:.1f}s after {words.itself}{still}"
 
 
 def _pace(entry: dict) -> str:
