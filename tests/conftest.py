@@ -1,3 +1,5 @@
+import contextlib
+import fcntl
 import os
 import random
 import socket
@@ -5,8 +7,42 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures"
+# The locks of the suite's processes (scripts/test runs two, pytest-xdist) over this checkout.
+LOCKS = ROOT / ".tfcluster" / "tests"
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    """A test marked `alone` runs with no other test of the suite at once: it changes what every
+    test reads (a file of this checkout, which a concurrent run would build into the image).
+
+    Each test holds a shared lock for its whole protocol (set-up, call, teardown), an `alone` one
+    the exclusive lock; a turnstile in front lets a waiting `alone` test in before the other
+    process's next test. Outside pytest-xdist (one process; or the suite's own tests rerun in the
+    CI job container, inside an `alone` test that holds the lock) there is nothing to share.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    with _turn(alone=item.get_closest_marker("alone") is not None):
+        yield
+
+
+@contextlib.contextmanager
+def _turn(*, alone: bool):
+    LOCKS.mkdir(parents=True, exist_ok=True)
+    # Released when the files close, or when the process ends, however it ends.
+    with open(LOCKS / "turnstile", "w") as turnstile, open(LOCKS / "tests", "w") as tests:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(tests, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        yield
 
 
 def run_python(*arguments, env=None, timeout=30):

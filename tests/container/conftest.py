@@ -1,5 +1,7 @@
 """Container tests: each runs its own Compose project and always tears it down."""
 
+import contextlib
+import fcntl
 import os
 import shutil
 import subprocess
@@ -35,8 +37,20 @@ def docker():
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true and {problem}")
         pytest.skip(problem)
-    # Always: the tests must run the code in this tree, and an unchanged build takes a second.
-    subprocess.run([str(ROOT / "scripts" / "setup"), "--shaper"], check=True, timeout=900)
+    # Always: the tests must run the code in this tree, and an unchanged build takes a second. One
+    # process at a time (scripts/test runs the suite in several, pytest-xdist): the others wait and
+    # then find the images current, rather than building them too.
+    with _setup_lock():
+        subprocess.run([str(ROOT / "scripts" / "setup"), "--shaper"], check=True, timeout=900)
+
+
+@contextlib.contextmanager
+def _setup_lock():
+    path = ROOT / ".tfcluster" / "test-setup.lock"
+    path.parent.mkdir(exist_ok=True)
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # Released when the file closes, or the process ends.
+        yield
 
 
 class ComposeProject(SharedComposeProject):

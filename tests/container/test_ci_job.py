@@ -76,6 +76,7 @@ def test_the_main_job_passes_in_the_job_container_and_its_status_is_the_verdict(
 
 
 @pytest.mark.timeout(900)
+@pytest.mark.alone  # test_dev_mode.py edits a file of this checkout (mounted in the job container).
 def test_the_container_tests_of_the_main_job_pass_in_the_job_container(in_job):
     # This suite's own tests of scripts/run and of the development mode, run by the job container's
     # pytest (Debian's): every project they start is the host engine's, every bind mount the host's.

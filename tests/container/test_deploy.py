@@ -87,6 +87,13 @@ def _stack_containers(label: str) -> list[str]:
     return _docker("ps", "-aq", "--filter", f"label={label}").stdout.split()
 
 
+def _logs(container: str) -> str:
+    """A container's output, read from the container: `docker service logs` came back empty for a
+    task that had printed its verdict and exited 0 (once, with another test running beside it)."""
+    logs = _docker("logs", container)
+    return logs.stdout + logs.stderr
+
+
 def _wait_for_containers(label: str, *, present: bool, timeout: float = 120) -> list[str]:
     """Waits until containers with the label exist (or are all gone), woken by Docker's events."""
     command = ["docker", "events", "--filter", "type=container", "--format", "{{.Action}}"]
@@ -114,10 +121,12 @@ def test_a_swarm_stack_of_n_replicas_trains_and_verifies(swarm, tmp_path):
         assert deployed.returncode == 0, deployed.stderr
         (verifier,) = _wait_for_containers(f"com.docker.swarm.service.name={stack}_verifier", present=True)
         exit_code = int(_docker("wait", verifier, timeout=240).stdout.strip())
-        verdict = _docker("service", "logs", "--raw", f"{stack}_verifier").stdout
-        assert exit_code == 0, verdict + _docker("service", "logs", f"{stack}_worker", check=False).stdout
+        verdict = _logs(verifier)
+        workers = "".join(
+            _logs(worker) for worker in _stack_containers(f"com.docker.swarm.service.name={stack}_worker")
+        )
+        assert exit_code == 0, verdict + workers
         assert "verdict: PASS: 3 of 3 workers agree: replicas=3 " in verdict
-        workers = _docker("service", "logs", "--raw", f"{stack}_worker").stdout
         finals = sorted(line for line in workers.splitlines() if line.startswith("worker="))
         assert [line.split(" ", 1)[0] for line in finals] == ["worker=0", "worker=1", "worker=2"]
         assert len({line.split(" ", 1)[1] for line in finals}) == 1, finals

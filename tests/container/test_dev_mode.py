@@ -1,7 +1,8 @@
 """`scripts/run --dev`: an edit of trainer/ reaches the run through a read-only mount, with no build.
 
-The test edits a real file of this checkout (the suite runs one test at a time) and puts it back
-whatever happens; the image's labels show that nothing was built meanwhile.
+The test edits a real file of this checkout and puts it back whatever happens; the image's labels
+show that nothing was built meanwhile. It runs alone (the `alone` mark, tests/conftest.py): a run
+of another test at the same time would build the edit into the image, or train with it.
 """
 
 import subprocess
@@ -11,7 +12,7 @@ import pytest
 from tests.container.conftest import ROOT
 from trainer.contract.exitcodes import ExitCode
 
-pytestmark = [pytest.mark.container, pytest.mark.timeout(420)]
+pytestmark = [pytest.mark.container, pytest.mark.timeout(420), pytest.mark.alone]
 
 EDITED = ROOT / "trainer" / "training" / "output.py"
 
