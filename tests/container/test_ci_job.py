@@ -76,15 +76,22 @@ def test_the_main_job_passes_in_the_job_container_and_its_status_is_the_verdict(
 
 
 @pytest.mark.timeout(900)
-@pytest.mark.alone  # test_dev_mode.py edits a file of this checkout (mounted in the job container).
-def test_the_container_tests_of_the_main_job_pass_in_the_job_container(in_job):
+@pytest.mark.parametrize(
+    "module",
+    [
+        "tests/container/test_harness.py",
+        # It edits a file of this checkout (mounted in the job container): with no other test at once.
+        pytest.param("tests/container/test_dev_mode.py", marks=pytest.mark.alone),
+    ],
+)
+def test_the_container_tests_of_the_main_job_pass_in_the_job_container(in_job, module):
     # This suite's own tests of scripts/run and of the development mode, run by the job container's
     # pytest (Debian's): every project they start is the host engine's, every bind mount the host's.
-    modules = ["tests/container/test_harness.py", "tests/container/test_dev_mode.py"]
-    # But the one that downloads a requirement from PyPI: this machine's containers reach no network
+    # One module a test, so that the suite's other process waits only for the one that edits. All
+    # but the one that downloads a requirement from PyPI: this machine's containers reach no network
     # (a CI runner's job container does; the image has pip for it).
     only = ["-k", "not test_extra_requirements_go_into_an_image_of_their_own"]
-    result = in_job("python3", "-m", "pytest", "-p", "no:cacheprovider", "-q", *only, *modules, timeout=840)
+    result = in_job("python3", "-m", "pytest", "-p", "no:cacheprovider", "-q", *only, module, timeout=840)
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
     assert re.search(r"^\d+ passed", result.stdout.splitlines()[-1]), result.stdout[-2000:]
 
