@@ -33,15 +33,21 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 @contextlib.contextmanager
-def _turn(*, alone: bool):
+def flocked(name: str):
+    """One process of the suite at a time holds the lock `name` (released when its file closes, or
+    when the process ends, however it ends)."""
     LOCKS.mkdir(parents=True, exist_ok=True)
-    # Released when the files close, or when the process ends, however it ends.
-    with open(LOCKS / "turnstile", "w") as turnstile, open(LOCKS / "tests", "w") as tests:
-        fcntl.flock(turnstile, fcntl.LOCK_EX)
-        try:
+    with open(LOCKS / name, "w") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
+def _turn(*, alone: bool):
+    with contextlib.ExitStack() as held:
+        with flocked("turnstile"):  # Let go once the test holds its lock on the tests.
+            tests = held.enter_context(open(LOCKS / "tests", "w"))
             fcntl.flock(tests, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
-        finally:
-            fcntl.flock(turnstile, fcntl.LOCK_UN)
         yield
 
 

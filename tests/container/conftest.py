@@ -1,7 +1,5 @@
 """Container tests: each runs its own Compose project and always tears it down."""
 
-import contextlib
-import fcntl
 import os
 import shutil
 import subprocess
@@ -16,7 +14,7 @@ from tfcluster.cluster import runs
 from tfcluster.cluster.compose import ComposeProject as SharedComposeProject
 from tfcluster.cluster.compose import unique_name
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, flocked
 
 
 def _docker_problem() -> str | None:
@@ -40,17 +38,8 @@ def docker():
     # Always: the tests must run the code in this tree, and an unchanged build takes a second. One
     # process at a time (scripts/test runs the suite in several, pytest-xdist): the others wait and
     # then find the images current, rather than building them too.
-    with _setup_lock():
+    with flocked("setup"):
         subprocess.run([str(ROOT / "scripts" / "setup"), "--shaper"], check=True, timeout=900)
-
-
-@contextlib.contextmanager
-def _setup_lock():
-    path = ROOT / ".tfcluster" / "test-setup.lock"
-    path.parent.mkdir(exist_ok=True)
-    with path.open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # Released when the file closes, or the process ends.
-        yield
 
 
 class ComposeProject(SharedComposeProject):
