@@ -270,8 +270,10 @@ def test_a_cut_the_cluster_cannot_ride_out_is_recovered_by_a_restart_with_its_li
         line,
     )
     assert found and float(found[1]) < 30, line
-    # Either worker may lose the other first: which one the keeper restarts for is a race.
-    assert any(re.fullmatch(r"restarts: 1 of at most 3: 1: worker-[01] exited 5, resumed from step 4", x) for x in said)
+    # Either worker may lose the other first, and the keeper may look once both have: it names the
+    # failed in the order they ended, one or both (a busy machine, two tests at once, saw both).
+    failed = r"worker-[01] exited 5(?:, worker-[01] exited 5)?"
+    assert any(re.fullmatch(rf"restarts: 1 of at most 3: 1: {failed}, resumed from step 4", x) for x in said), said
     assert re.search(
         r"^verdict: PASS: 2 of 2 workers agree \(after 1 restart\): .*; weights identical", "\n".join(said), re.M
     )
@@ -286,7 +288,7 @@ def test_a_cut_the_cluster_cannot_ride_out_is_recovered_by_a_restart_with_its_li
     assert sorted(link[:2] for link in again) == [("worker-0", "worker-1"), ("worker-1", "worker-0")], result.stdout
     assert all(40 <= float(rtt) <= 60 for *_, rtt in again), again
     assert re.search(
-        r"keeper \| restart 1 of at most 3: worker-[01] exited 5; restarting every worker and their 2 network shapers",
+        rf"keeper \| restart 1 of at most 3: {failed}; restarting every worker and their 2 network shapers",
         result.stdout,
     )
 
