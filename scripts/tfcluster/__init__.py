@@ -10,10 +10,11 @@ One package by role, over one Python API (`Cluster`, tfcluster/cluster/):
   nodes/      real hosts on one machine: namespaces, engines, the registry, the swarm, faults
   ci/         CI: the verdict as JUnit XML, bind mounts from inside a job container
   benchmark/  the figures in docs/benchmark.md and docs/observer-benchmark.md
-  images/     the set-up's logic (scripts/setup): the pins file, the digest of what an image is built from
+  setup/      the set-up (scripts/setup): Compose, base images, wheels, images, each skipped when in place
+  images/     what the set-up decides by: the pins file, each image's inputs, the digest of them
 
 The layers (pyproject.toml's import-linter contracts), top to bottom: installed; commands; benchmark and
-nodes; deploy; cluster; ci; project; images. It uses the standard library, itself and
+nodes; deploy; cluster; ci; project; setup; images. It uses the standard library, itself and
 trainer.contract only (never a runtime role): `scripts/run` must work with nothing but python3.
 """
 
@@ -21,7 +22,7 @@ __all__ = ["Cluster", "Refusal", "Run", "Worker"]
 
 
 def __getattr__(name: str):
-    # The API on first use (PEP 562): `python3 -m tfcluster.images` in every set-up, or a
+    # The API on first use (PEP 562): the set-up before every run, or a
     # command's --help, then loads none of the cluster's modules it does not need.
     if name == "Refusal":
         from tfcluster.errors import Refusal

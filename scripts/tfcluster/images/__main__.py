@@ -1,4 +1,4 @@
-"""`python3 -m tfcluster.images MODULE ARGUMENTS...`: scripts/setup's way into this package.
+"""`python3 -m tfcluster.images MODULE ARGUMENTS...`: a module's own command line, for a shell or a test.
 
 One entry for all, rather than `python3 -m tfcluster.images.MODULE`: the host package's __init__
 imports the layers above this one, and they import some of its modules (tfcluster.project.requirements

@@ -146,15 +146,27 @@ def main(arguments: list[str]) -> int:
     elif not options.paths:
         parser.error("give --image or the PATHs the build reads")
     try:
-        # sort's collation is the environment's (LC_ALL, LC_COLLATE, LANG), or C if it names none here.
-        locale.setlocale(locale.LC_ALL, "")
-    except locale.Error:
-        locale.setlocale(locale.LC_COLLATE, "C")
-    try:
-        digests = [inputs_digest(options.base_id, options.extra_requirements, options.paths)]
-        if options.code:
-            digests.append(code_digest(digests[0], options.code))
+        digests = image_digests(options.base_id, options.extra_requirements, options.paths, options.code)
     except DigestError as error:
         sys.exit(str(error))
     print(" ".join(digests))
     return 0
+
+
+def image_digests(base_id: str, extra_requirements: str, paths: Iterable[str], code: Iterable[str] = ()) -> list[str]:
+    """The digest of an image's inputs, then, when it has `code`, that of those and the code; in the
+    collation sort would use here. Raises DigestError for an input that cannot be read."""
+    use_sorts_collation()
+    digests = [inputs_digest(base_id, extra_requirements, paths)]
+    code = list(code)
+    if code:
+        digests.append(code_digest(digests[0], code))
+    return digests
+
+
+def use_sorts_collation() -> None:
+    """sort's collation: the environment's (LC_ALL, LC_COLLATE, LANG), or C if it names none here."""
+    try:
+        locale.setlocale(locale.LC_ALL, "")
+    except locale.Error:
+        locale.setlocale(locale.LC_COLLATE, "C")

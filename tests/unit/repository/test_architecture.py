@@ -76,7 +76,7 @@ def test_the_host_package_importing_a_runtime_role_breaks_the_rule(tmp_path):
 def test_a_lower_layer_of_the_host_package_importing_a_command_breaks_the_rule(tmp_path):
     result = lint_copy(tmp_path, "scripts/tfcluster/project/layout.py", "import tfcluster.commands.run  # noqa")
     assert result.returncode == 1, result.stdout
-    assert "your project, images BROKEN" in " ".join(result.stdout.split())
+    assert "your project, the set-up, images BROKEN" in " ".join(result.stdout.split())
     assert "tfcluster.project.layout -> tfcluster.commands.run" in result.stdout
 
 

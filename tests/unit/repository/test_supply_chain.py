@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+from tfcluster.setup import wheelhouse
 
 from tests.conftest import ROOT
 
@@ -26,8 +27,8 @@ def test_every_pin_carries_exactly_one_hash():
 def test_the_image_and_the_set_up_install_nothing_unhashed():
     dockerfile = (ROOT / "docker" / "Dockerfile").read_text()
     assert "--no-deps --require-hashes" in dockerfile
-    setup = (ROOT / "scripts" / "setup").read_text()
-    assert '--require-hashes "${target[@]}" -d "$wheelhouse" -r docker/requirements.txt' in setup
+    setup = wheelhouse.pinned_command()
+    assert "--require-hashes" in setup and setup[setup.index("-r") + 1] == "docker/requirements.txt"
 
 
 def six_requirement() -> tuple[str, str]:

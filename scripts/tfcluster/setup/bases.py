@@ -1,0 +1,104 @@
+"""The base images: the standard one when it is here or can be pulled, else an equivalent built
+from Debian's packages with mmdebstrap (the same Debian release, and for the trainer the same
+Python 3.11). The choice is remembered in .env, which Compose reads, so that a later plain
+`docker compose up` builds on the same."""
+
+import dataclasses
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from tfcluster.setup.children import Children, CommandFailed
+from tfcluster.setup.messages import say
+
+# How long a pull may try before the registry counts as unreachable.
+PULL_TIMEOUT = 120
+# Like the slim images: no manual pages, translations or documentation (copyrights kept).
+SLIM = (
+    "--dpkgopt=path-exclude=/usr/share/man/*",
+    "--dpkgopt=path-exclude=/usr/share/locale/*",
+    "--dpkgopt=path-exclude=/usr/share/doc/*",
+    "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Base:
+    variable: str  # Where .env remembers the choice, for Compose.
+    online: str
+    offline: str
+    packages: tuple[str, ...]
+
+
+TRAINER = Base(
+    "BASE_IMAGE",
+    "python:3.11-slim-bookworm",
+    "tfcluster-base:bookworm-slim",
+    ("python3", "python3-venv", "ca-certificates"),
+)
+SHAPER = Base(
+    "SHAPER_BASE_IMAGE",
+    "debian:bookworm-slim",
+    "tfcluster-shaper-base:bookworm-slim",
+    ("python3", "iproute2", "iptables"),
+)
+# The unslimmed base of earlier versions of the set-up, superseded.
+SUPERSEDED = "tfcluster-base:bookworm"
+
+
+def choose(base: Base, children: Children) -> str:
+    """The image to build on: `base.online` if it is here or can be pulled, else `base.offline`,
+    built if it is not here."""
+    if children.succeeds(["docker", "image", "inspect", base.online]) or children.succeeds(
+        ["timeout", str(PULL_TIMEOUT), "docker", "pull", "--quiet", base.online]
+    ):
+        return base.online
+    if not children.succeeds(["docker", "image", "inspect", base.offline]):
+        build(base, children)
+    return base.offline
+
+
+def build(base: Base, children: Children) -> None:
+    say(f"no registry reachable: building {base.offline} from Debian packages (about 30 s)")
+    started = time.monotonic()
+    if shutil.which("mmdebstrap") is None:
+        say("installing mmdebstrap (Debian's package), which builds it")
+        children.run(["apt-get", "update", "-qq"])
+        children.run(["apt-get", "install", "-y", "-qq", "mmdebstrap"], stdout=subprocess.DEVNULL)
+    root = [
+        "mmdebstrap",
+        "--quiet",
+        "--variant=minbase",
+        f"--include={','.join(base.packages)}",
+        *SLIM,
+        "bookworm",
+        "-",
+    ]
+    tar = children.start(root, stdout=subprocess.PIPE)
+    try:
+        imported = children.start(["docker", "import", "-", base.offline], stdin=tar.stdout, stdout=subprocess.DEVNULL)
+        tar.stdout.close()  # docker import's alone now: mmdebstrap sees it end if it does.
+        try:
+            imported_status = imported.wait()
+        finally:
+            children.finished(imported)
+        tar_status = tar.wait()
+    finally:
+        children.finished(tar)
+    for command, status in ((root, tar_status), (["docker", "import"], imported_status)):
+        if status != 0:
+            raise CommandFailed(command, status)
+    say(f"built {base.offline} in {time.monotonic() - started:.0f} s")
+
+
+def remember(env_file: Path, variable: str, value: str) -> None:
+    """`variable=value` in `env_file` (made if missing), replacing the variable's earlier line."""
+    lines = env_file.read_text(encoding="utf-8").splitlines() if env_file.exists() else []
+    wanted = f"{variable}={value}"
+    if wanted in lines:
+        return
+    kept = [line for line in lines if not line.startswith(f"{variable}=")]
+    partial = env_file.with_name(env_file.name + ".new")
+    partial.write_text("".join(f"{line}\n" for line in [*kept, wanted]), encoding="utf-8")
+    partial.replace(env_file)
