@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfcluster import paths
+from tfcluster.cluster import configcache
 from tfcluster.cluster.compose import BASE_FILE, VERDICT_SERVICE, ComposeProject, exit_status
 from trainer.contract import verdict as records
 from trainer.contract import zygote
@@ -129,12 +130,18 @@ class WarmCluster:
         """One run on the warm cluster, brought up (again) first if it is not current."""
         with self._locked():
             config = self._config()
-            image = _image(config["services"][self._names[0]]["image"])
-            if image is None:
-                say(f"the image {config['services'][self._names[0]]['image']} is not there")
+            shapers = _shapers(config)
+            images = [config["services"][name]["image"] for name in [self._names[0], *shapers]]
+            containers = [_container(self.name, name) for name in [*self._names, VERDICT_SERVICE, *shapers]]
+            # One question to the engine for the images and the containers both.
+            found = _inspected([*images, *containers])
+            missing = [name for name in images if _image_in(found, name) is None]
+            if missing:
+                say(f"the image {missing[0]} is not there")
                 return Outcome(ExitCode.CONFIG_ERROR)
+            image = _image_in(found, images[0])
             key = _key(config, image["Id"])
-            reason = self._stale(key, _shapers(config))
+            reason = stale(key, containers, found)
             if reason:
                 say(f"bringing the warm cluster {self.name} up ({reason})")
                 started = time.monotonic()
@@ -142,7 +149,7 @@ class WarmCluster:
                 if status:
                     return Outcome(status)
                 say(f"warm cluster {self.name} up in {time.monotonic() - started:.1f} s")
-            services = self._services(config, image) + self._shaper_services(config)
+            services = self._services(config, image) + self._shaper_services(config, found)
             return _Exec(self, services, uuid.uuid4().hex[:12], collects=collects).run()
 
     def down(self) -> int:
@@ -178,26 +185,16 @@ class WarmCluster:
         return ComposeProject.from_environment(environment, cwd=self._root)
 
     def _config(self) -> dict:
-        """The run's Compose configuration, as Compose resolves it with the run's environment."""
-        return json.loads(self._compose().compose("config", "--format", "json", check=True).stdout)
-
-    def _stale(self, key: str, shapers: list[str]) -> str | None:
-        """Why the warm cluster must be brought up (again), or None if it is current."""
-        containers = [_container(self.name, name) for name in [*self._names, VERDICT_SERVICE, *shapers]]
-        inspected = subprocess.run(["docker", "inspect", *containers], capture_output=True, text=True)
-        found = json.loads(inspected.stdout or "[]")
-        by_name = {container["Name"].lstrip("/"): container for container in found}
-        if not by_name:
-            return "none is up"
-        for container in containers:
-            state = by_name.get(container)
-            if state is None:
-                return f"{container} is missing"
-            if (state["Config"].get("Labels") or {}).get(LABEL) != key:
-                return "its configuration or image changed since it came up"
-            if not state["State"].get("Running"):
-                return f"{container} is not running"
-        return None
+        """The run's Compose configuration, as Compose resolves it with the run's environment: kept
+        from the last run, unless something Compose reads has changed since (configcache.py)."""
+        compose = self._compose()
+        kept = self._root / ".tfcluster" / self.name / "config.json"
+        return configcache.cached(
+            kept,
+            compose.environment,
+            self._root,
+            lambda: json.loads(compose.compose("config", "--format", "json", check=True).stdout),
+        )
 
     def _up(self, config: dict, key: str) -> int | None:
         keys = {name: zygote.key_of(_environment_of(config["services"][name])) for name in self._names}
@@ -229,15 +226,13 @@ class WarmCluster:
             )
         return services
 
-    def _shaper_services(self, config: dict) -> list[Service]:
+    def _shaper_services(self, config: dict, found: dict[str, dict]) -> list[Service]:
         """Each network shaper, exec'd for every run: it shapes its worker's links for that run
         and clears them when its worker's launcher ends (trainer/shaper/__main__.py)."""
         services = []
         for name in _shapers(config):
             service = config["services"][name]
-            image = _image(service["image"])
-            if image is None:
-                raise ValueError(f"the image {service['image']} of {name} is not there")
+            image = _image_in(found, service["image"])
             command = [*(image["Config"].get("Entrypoint") or []), *(service.get("command") or [])]
             services.append(
                 Service(name, _container(self.name, name), _environment_of(service), command, None, shaper=True)
@@ -385,9 +380,38 @@ def _container(project: str, service: str) -> str:
     return f"{project}-{service}-1"
 
 
-def _image(name: str) -> dict | None:
-    inspected = subprocess.run(["docker", "image", "inspect", name], capture_output=True, text=True)
-    return json.loads(inspected.stdout)[0] if inspected.returncode == 0 else None
+def _inspected(names: list[str]) -> dict[str, dict]:
+    """`docker inspect` of images and containers at once: each found by the names it answers to
+    (a container by its name, an image by its id and its tags). Those not there are not in it."""
+    inspected = subprocess.run(["docker", "inspect", *names], capture_output=True, text=True)
+    found = {}
+    for thing in json.loads(inspected.stdout or "[]"):
+        if "Name" in thing:
+            found[thing["Name"].lstrip("/")] = thing
+        else:
+            found.update({name: thing for name in [thing["Id"], *(thing.get("RepoTags") or [])]})
+    return found
+
+
+def _image_in(found: dict[str, dict], name: str) -> dict | None:
+    """The image `name` (an id, NAME:TAG, or NAME for NAME:latest) among `found`, if it is there."""
+    return found.get(name) or (found.get(f"{name}:latest") if ":" not in name.rsplit("/", 1)[-1] else None)
+
+
+def stale(key: str, containers: list[str], found: dict[str, dict]) -> str | None:
+    """Why the warm cluster must be brought up (again), or None if it is current: each of its
+    `containers` must be among `found`, running, with the label of `key`."""
+    if not any(container in found for container in containers):
+        return "none is up"
+    for container in containers:
+        state = found.get(container)
+        if state is None:
+            return f"{container} is missing"
+        if (state["Config"].get("Labels") or {}).get(LABEL) != key:
+            return "its configuration or image changed since it came up"
+        if not state["State"].get("Running"):
+            return f"{container} is not running"
+    return None
 
 
 def _key(config: dict, image_id: str) -> str:

@@ -104,13 +104,13 @@ def test_each_service_is_execd_with_its_environment_by_name_and_a_folder_of_the_
 
 
 def test_a_warm_cluster_is_brought_up_again_when_missing_stopped_or_of_another_key(monkeypatch):
-    cluster = warm.WarmCluster({"COMPOSE_FILE": "compose.yaml"}, ["worker-0"])
-
-    def inspected(*containers):
+    def inspected(*things):
         def fake_run(command, **_options):
-            return subprocess.CompletedProcess(command, 0, json.dumps(list(containers)), "")
+            assert command[:2] == ["docker", "inspect"]
+            return subprocess.CompletedProcess(command, 1, json.dumps(list(things)), "")
 
         monkeypatch.setattr(warm.subprocess, "run", fake_run)
+        return warm._inspected(["tfcluster:latest", *containers])
 
     def container(name, *, key="k", running=True):
         return {
@@ -119,18 +119,21 @@ def test_a_warm_cluster_is_brought_up_again_when_missing_stopped_or_of_another_k
             "State": {"Running": running},
         }
 
-    inspected()
-    assert cluster._stale("k", []) == "none is up"
-    inspected(container("worker-0"))
-    assert cluster._stale("k", []) == "tfcluster-warm-verifier-1 is missing"
-    inspected(container("worker-0", key="old"), container("verifier"))
-    assert cluster._stale("k", []) == "its configuration or image changed since it came up"
-    inspected(container("worker-0", running=False), container("verifier"))
-    assert cluster._stale("k", []) == "tfcluster-warm-worker-0-1 is not running"
-    inspected(container("worker-0"), container("verifier"))
-    assert cluster._stale("k", []) is None
+    containers = ["tfcluster-warm-worker-0-1", "tfcluster-warm-verifier-1"]
+    image = {"Id": "sha256:abc", "RepoTags": ["tfcluster:latest"], "Config": {}}
+    assert warm.stale("k", containers, inspected(image)) == "none is up"
+    assert warm.stale("k", containers, inspected(container("worker-0"))) == "tfcluster-warm-verifier-1 is missing"
+    changed = inspected(container("worker-0", key="old"), container("verifier"))
+    assert warm.stale("k", containers, changed) == "its configuration or image changed since it came up"
+    stopped = inspected(container("worker-0", running=False), container("verifier"))
+    assert warm.stale("k", containers, stopped) == "tfcluster-warm-worker-0-1 is not running"
+    up = inspected(image, container("worker-0"), container("verifier"))
+    assert warm.stale("k", containers, up) is None
+    # The image is found by its id and by each of its names, its default tag too; a missing one is not.
+    assert warm._image_in(up, "sha256:abc") == image == warm._image_in(up, "tfcluster")
+    assert warm._image_in(up, "tfcluster:2") is None and warm._image_in(up, "registry:5000/tfcluster") is None
     # With --network, each worker's shaper is part of it too.
-    assert cluster._stale("k", ["shaper-0"]) == "tfcluster-warm-shaper-0-1 is missing"
+    assert warm.stale("k", [*containers, "tfcluster-warm-shaper-0-1"], up) == "tfcluster-warm-shaper-0-1 is missing"
 
 
 @pytest.mark.parametrize(
