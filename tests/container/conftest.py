@@ -1,5 +1,6 @@
 """Container tests: each runs its own Compose project and always tears it down."""
 
+import collections
 import os
 import shutil
 import subprocess
@@ -157,17 +158,22 @@ def wait_for_line(container: str, text: str, *, timeout: float = 120, name: str 
     """Follows a container's log until a line contains `text` (an event, not a sleep)."""
     wait_until_started(container, timeout=timeout)
     command = ["docker", "logs", "--follow", container]
+    last = collections.deque(maxlen=30)  # What it printed instead, for the failure's message.
+    ended = True
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as follower:
         deadline = time.monotonic() + timeout
         try:
             for line in follower.stdout:
                 if text in line:
                     return
+                last.append(line)
                 if time.monotonic() > deadline:
+                    ended = False
                     break
         finally:
             follower.kill()
-    raise AssertionError(f"{name or container} never printed {text!r} within {timeout}s")
+    how = "its container stopped first" if ended else f"not within {timeout}s"
+    raise AssertionError(f"{name or container} never printed {text!r} ({how}); its last lines:\n{''.join(last)}")
 
 
 def torn_down(kind):

@@ -35,6 +35,9 @@ def test_scripts_run_chief_gives_three_workers_tfjobs_form_from_the_shared_templ
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "verdict: PASS: 3 of 3 workers agree: replicas=3 " in result.stdout
     assert "weights identical at 3 points" in result.stdout
+    # Into a pipe, as into a CI log: plain text, none of Compose's colours or redrawn lines.
+    assert "verifier-1 exited with code 0\n" in result.stdout
+    assert not any(character in result.stdout + result.stderr for character in "\x1b\r")
     assert "all 3 workers agree on the cluster and settings after" in result.stdout
     assert "; worker-0 is TF_CONFIG's chief" in result.stdout
     expected = '"cluster":{"chief":["worker-0:12345"],"worker":["worker-1:12345","worker-2:12345"]}'

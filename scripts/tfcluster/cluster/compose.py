@@ -19,7 +19,7 @@ import subprocess
 import uuid
 from pathlib import Path
 
-from tfcluster.cluster import cancel
+from tfcluster.cluster import cancel, plain
 from tfcluster.paths import ROOT
 
 BASE_FILE = "compose.yaml"
@@ -92,8 +92,10 @@ class ComposeProject:
     def attached(self, *arguments: str) -> subprocess.CompletedProcess:
         """Runs `docker compose ARGUMENTS` with its output the user's (a run's `up`), in a process
         group of its own: a signal to the run reaches Compose as one SIGTERM, on which it stops
-        its containers (tfcluster/cluster/cancel.py)."""
-        return cancel.run(self.command(*arguments), cwd=self.cwd, env=self.environment)
+        its containers (tfcluster/cluster/cancel.py). Into a file or a CI log, plain text (plain.py)."""
+        with plain.streams() as streams:
+            ansi = ("--ansi", "never") if streams else ()
+            return cancel.run(self.command(*ansi, *arguments), cwd=self.cwd, env=self.environment, **streams)
 
     def compose(
         self, *arguments: str, timeout: float | None = DEFAULT_TIMEOUT, check: bool = False

@@ -5,9 +5,13 @@ Nothing here runs Docker: the commands are built, not run.
 
 import os
 import re
+import sys
 from pathlib import Path
 
+import pytest
+from tfcluster.cluster import cancel
 from tfcluster.cluster.compose import ROOT, ComposeProject, unique_name
+from tfcluster.cluster.plain import strip as stripped
 
 from tests.conftest import ROOT as TESTS_ROOT
 
@@ -73,3 +77,42 @@ def test_a_log_that_is_not_utf_8_is_read_all_the_same(tmp_path):
     fake.chmod(0o755)
     project = ComposeProject(name="tfc-test-bytes", environment={"PATH": f"{tmp_path}:/usr/bin:/bin"})
     assert project.compose("logs", "worker-0").stdout == "caf\ufffd ok\n"
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_attached_output_is_plain_text_unless_it_goes_to_a_terminal(monkeypatch, capfdbinary, terminal):
+    ran = []
+
+    def run(command, **options):
+        ran.append(command)
+        for name in ("stdout", "stderr"):  # What Compose writes, as it writes it.
+            os.write(options.get(name, 1 if name == "stdout" else 2), b"\r\x1b[Kverifier-1 exited with code 0\n")
+        os.write(options.get("stdout", 1), b"\x1b[31m\x1b[1mAborting on container exit...\x1b[0m\n")
+
+    monkeypatch.setattr(cancel, "run", run)
+    monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
+    ComposeProject(name="p").attached("up", "verifier")
+    plain = [] if terminal else ["--ansi", "never"]
+    assert ran == [["docker", "compose", "-p", "p", "-f", "compose.yaml", *plain, "up", "verifier"]]
+    out, err = capfdbinary.readouterr()
+    if terminal:
+        assert out.startswith(b"\r\x1b[K") and err == b"\r\x1b[Kverifier-1 exited with code 0\n"
+    else:
+        assert out == b"verifier-1 exited with code 0\nAborting on container exit...\n"
+        assert err == b"verifier-1 exited with code 0\n"
+
+
+@pytest.mark.parametrize(
+    ("line", "plain"),
+    [
+        (b"\x1b[32mworker-0-1  |\x1b[0m train | epoch: 1\n", b"worker-0-1  | train | epoch: 1\n"),
+        (
+            b" Container p-verifier-1  Stopping\r\x1b[2K Container p-verifier-1  Stopped\n",
+            b" Container p-verifier-1  Stopping Container p-verifier-1  Stopped\n",
+        ),
+        (b"\x1b]0;title\x07kept\r\n", b"kept\r\n"),
+        (b"no escapes: 100% | \xff bytes\n", b"no escapes: 100% | \xff bytes\n"),
+    ],
+)
+def test_escape_sequences_and_redrawing_carriage_returns_are_stripped(line, plain):
+    assert stripped(line) == plain
