@@ -94,8 +94,9 @@ class ComposeProject:
         group of its own: a signal to the run reaches Compose as one SIGTERM, on which it stops
         its containers (tfcluster/cluster/cancel.py). Into a file or a CI log, plain text (plain.py)."""
         with plain.streams() as streams:
-            ansi = ("--ansi", "never") if streams else ()
-            return cancel.run(self.command(*ansi, *arguments), cwd=self.cwd, env=self.environment, **streams)
+            # As `--ansi never`, without changing the command line a run shows and records.
+            environment = {**self.environment, **({"COMPOSE_ANSI": "never"} if streams else {})}
+            return cancel.run(self.command(*arguments), cwd=self.cwd, env=environment, **streams)
 
     def compose(
         self, *arguments: str, timeout: float | None = DEFAULT_TIMEOUT, check: bool = False

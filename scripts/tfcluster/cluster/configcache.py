@@ -10,11 +10,11 @@ changed none of them does not start Compose.
 
 import hashlib
 import json
-import os
 import re
-import shutil
 from collections.abc import Callable
 from pathlib import Path
+
+from tfcluster.setup import compose
 
 # `extends: {file: NAME, service: ...}` in a Compose file: a file Compose reads besides the run's.
 _EXTENDED = re.compile(r"^\s*file:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
@@ -38,8 +38,7 @@ def key(environment: dict[str, str], root: Path) -> str:
         for extended in _EXTENDED.findall(content.decode(errors="replace")):
             if extended not in names:
                 names.append(extended)  # Read in its turn, and what it extends with it.
-    for program in _compose_programs(environment):
-        digest.update(f"\0{program}\0{_stamp(program)}".encode())
+    digest.update(json.dumps(compose.stamps(environment), sort_keys=True).encode())  # Which Compose resolves.
     return digest.hexdigest()
 
 
@@ -66,18 +65,3 @@ def _content(path: Path) -> bytes:
         return path.read_bytes()
     except OSError:
         return b"\0(not there)"
-
-
-def _compose_programs(environment: dict[str, str]) -> list[str]:
-    """The docker CLI and the Compose plugins it may run: another Compose may resolve otherwise."""
-    config = environment.get("DOCKER_CONFIG") or str(Path(environment.get("HOME") or Path.home()) / ".docker")
-    plugins = ["/usr/local/lib/docker", "/usr/local/libexec/docker", "/usr/lib/docker", "/usr/libexec/docker", config]
-    return [shutil.which("docker") or "docker", *(f"{folder}/cli-plugins/docker-compose" for folder in plugins)]
-
-
-def _stamp(path: str) -> str:
-    try:
-        info = os.stat(path)
-    except OSError:
-        return "-"
-    return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}"

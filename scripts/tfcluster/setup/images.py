@@ -9,6 +9,7 @@ it is current in development mode, where a run mounts trainer/ over the image's)
 
 import dataclasses
 import hashlib
+import json
 import subprocess
 import sys
 import time
@@ -41,27 +42,21 @@ class Wanted:
     described: str  # For the line that says what is built.
 
 
-def trainer(children: Children, *, base: str, image: str, extra: str, dev: bool) -> Wanted:
-    dependencies, inputs = _digests(children, base, extra, "trainer")
+def trainer(*, base: tuple[str, str], image: str, extra: str, dev: bool) -> Wanted:
+    """The trainer image as wanted, on `base` (its name and id)."""
+    dependencies, inputs = _digests(base[1], extra, "trainer")
     label, digest = ("tfcluster.dependencies", dependencies) if dev else ("tfcluster.inputs", inputs)
     variables = {"TFCLUSTER_INPUTS": inputs, "TFCLUSTER_DEPENDENCIES": dependencies}
-    return Wanted("worker-0", image, label, digest, variables, f"the trainer image on {base}")
+    return Wanted("worker-0", image, label, digest, variables, f"the trainer image on {base[0]}")
 
 
-def shaper(children: Children, *, base: str) -> Wanted:
-    [inputs] = _digests(children, base, "", "shaper")
-    return Wanted(
-        "shaper-0",
-        SHAPER,
-        "tfcluster.inputs",
-        inputs,
-        {"TFCLUSTER_SHAPER_INPUTS": inputs},
-        f"the network shaper's on {base}",
-    )
+def shaper(*, base: tuple[str, str]) -> Wanted:
+    [inputs] = _digests(base[1], "", "shaper")
+    variables = {"TFCLUSTER_SHAPER_INPUTS": inputs}
+    return Wanted("shaper-0", SHAPER, "tfcluster.inputs", inputs, variables, f"the network shaper's on {base[0]}")
 
 
-def _digests(children: Children, base: str, extra: str, name: str) -> list[str]:
-    base_id = children.run(["docker", "image", "inspect", "--format", "{{.Id}}", base], capture=True).strip()
+def _digests(base_id: str, extra: str, name: str) -> list[str]:
     inputs = IMAGES[name]
     try:
         return image_digests(base_id, extra, inputs.dependencies, inputs.code)
@@ -69,22 +64,30 @@ def _digests(children: Children, base: str, extra: str, name: str) -> list[str]:
         raise SetupError(str(error)) from None
 
 
-def labelled(children: Children, image: str, label: str) -> tuple[str, str] | None:
-    """The image's id and its label's value, None if there is no such image."""
-    try:
-        found = children.run(
-            ["docker", "image", "inspect", "--format", f'{{{{.Id}}}} {{{{index .Config.Labels "{label}"}}}}', image],
-            capture=True,
-        )
-    except CommandFailed:
-        return None
-    image_id, _, value = found.strip().partition(" ")
-    return image_id, value
+def labelled(children: Children, wanted: list[Wanted]) -> dict[str, tuple[str, str]]:
+    """Each wanted image that is here, by its name: its id and the value of its label (one question
+    to the engine for all of them)."""
+    names = [image.image for image in wanted]
+    found = children.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}} {{json .RepoTags}} {{json .Config.Labels}}", *names],
+        check=False,
+        capture=True,
+    )
+    here = {}
+    for line in found.splitlines():
+        fields = line.split(" ", 2)
+        if len(fields) < 3:  # What the engine prints for a name it does not have.
+            continue
+        image_id, tags, labels = fields[0], json.loads(fields[1]) or [], json.loads(fields[2]) or {}
+        for image in wanted:
+            if image.image == image_id or _tagged(image.image) in tags:
+                here[image.image] = (image_id, labels.get(image.label, ""))
+    return here
 
 
-def is_current(children: Children, wanted: Wanted) -> bool:
-    found = labelled(children, wanted.image, wanted.label)
-    return found is not None and found[1] == wanted.digest
+def _tagged(name: str) -> str:
+    """The name as the engine lists it among an image's tags: `:latest` when it names no tag."""
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 
 
 def build(children: Children, wanted: list[Wanted], environ: dict[str, str], *, extra: str) -> None:
@@ -132,10 +135,9 @@ def _provenance(children: Children, extra: str) -> dict[str, str]:
     return {"TFCLUSTER_REVISION": revision, "TFCLUSTER_REQUIREMENTS": requirements}
 
 
-def record_id(children: Children, wanted: Wanted, file: Path) -> None:
-    """The image's id into `file`, if its label is still the one wanted (another checkout may have
-    built the same name since)."""
-    found = labelled(children, wanted.image, wanted.label)
+def record_id(wanted: Wanted, found: tuple[str, str] | None, file: Path) -> None:
+    """The image's id into `file`, if its label (as `found`, after any build) is the one wanted:
+    another checkout may have built the same name since."""
     if found is None:
         raise SetupError(f"the image {wanted.image} is not there after the set-up")
     if found[1] != wanted.digest:

@@ -35,26 +35,32 @@ def set_up(options: Options, environ: dict[str, str], children: Children) -> Non
         lambda: _bases(children, options.shaper),
         lambda: _wheels(children, options.extra),
     )[1]
-    bases.remember(ENV_FILE, bases.TRAINER.variable, trainer_base)
-    wanted = [images.trainer(children, base=trainer_base, image=options.image, extra=options.extra, dev=options.dev)]
+    bases.remember(ENV_FILE, bases.TRAINER.variable, trainer_base[0])
+    wanted = [images.trainer(base=trainer_base, image=options.image, extra=options.extra, dev=options.dev)]
     if shaper_base:
-        bases.remember(ENV_FILE, bases.SHAPER.variable, shaper_base)
-        wanted.append(images.shaper(children, base=shaper_base))
-    stale = [image for image in wanted if not images.is_current(children, image)]
+        bases.remember(ENV_FILE, bases.SHAPER.variable, shaper_base[0])
+        wanted.append(images.shaper(base=shaper_base))
+    found = images.labelled(children, wanted)
+    stale = [image for image in wanted if found.get(image.image, ("", None))[1] != image.digest]
     if stale:
         images.build(children, stale, environ, extra=options.extra)
+        found = images.labelled(children, wanted[:1])
     if options.image_id_file:
-        images.record_id(children, wanted[0], options.image_id_file)
+        images.record_id(wanted[0], found.get(wanted[0].image), options.image_id_file)
 
 
-def _bases(children: Children, shaper: bool) -> tuple[str, str | None]:
+def _bases(children: Children, shaper: bool) -> tuple[tuple[str, str], tuple[str, str] | None]:
+    """Each base image's name and id: the trainer's, and with `shaper` the shaper's."""
     # The engine first: without it no image is here, and none can be pulled or built.
-    if not children.succeeds(["docker", "info"]):
-        raise SetupError("the Docker engine is not running (docker info failed)")
+    if not children.succeeds(["docker", "version", "--format", "{{.Server.Version}}"]):
+        raise SetupError("the Docker engine is not running (docker version could not reach it)")
     # One after the other: both may need mmdebstrap installed, and apt allows one install at a time.
-    trainer = bases.choose(bases.TRAINER, children)
-    children.succeeds(["docker", "image", "rm", bases.SUPERSEDED])
-    return trainer, bases.choose(bases.SHAPER, children) if shaper else None
+    trainer, trainer_id, superseded = bases.choose(bases.TRAINER, children, also=(bases.SUPERSEDED,))
+    if superseded:
+        children.succeeds(["docker", "image", "rm", bases.SUPERSEDED])
+    if not shaper:
+        return (trainer, trainer_id), None
+    return (trainer, trainer_id), bases.choose(bases.SHAPER, children)[:2]
 
 
 def _wheels(children: Children, extra: str) -> None:

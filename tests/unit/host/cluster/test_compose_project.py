@@ -84,7 +84,7 @@ def test_attached_output_is_plain_text_unless_it_goes_to_a_terminal(monkeypatch,
     ran = []
 
     def run(command, **options):
-        ran.append(command)
+        ran.append((command, options["env"].get("COMPOSE_ANSI")))
         for name in ("stdout", "stderr"):  # What Compose writes, as it writes it.
             os.write(options.get(name, 1 if name == "stdout" else 2), b"\r\x1b[Kverifier-1 exited with code 0\n")
         os.write(options.get("stdout", 1), b"\x1b[31m\x1b[1mAborting on container exit...\x1b[0m\n")
@@ -92,8 +92,9 @@ def test_attached_output_is_plain_text_unless_it_goes_to_a_terminal(monkeypatch,
     monkeypatch.setattr(cancel, "run", run)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: terminal)
     ComposeProject(name="p").attached("up", "verifier")
-    plain = [] if terminal else ["--ansi", "never"]
-    assert ran == [["docker", "compose", "-p", "p", "-f", "compose.yaml", *plain, "up", "verifier"]]
+    assert ran == [
+        (["docker", "compose", "-p", "p", "-f", "compose.yaml", "up", "verifier"], None if terminal else "never")
+    ]
     out, err = capfdbinary.readouterr()
     if terminal:
         assert out.startswith(b"\r\x1b[K") and err == b"\r\x1b[Kverifier-1 exited with code 0\n"

@@ -25,8 +25,10 @@ def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_pat
         assert options["cwd"] == tmp_path
         assert options["env"]["COMPOSE_FILE"] == f"compose.yaml:{RUN_FOLDER}/compose.workers.yaml:compose.recovery.yaml"
         assert options["env"]["COMPOSE_PROJECT_NAME"] == "tfcluster"
-    # The verifier's output is the user's; down's and stop's are not.
-    assert "stdout" not in recorder.commands[2][1]
+    # The verifier's output is the user's (not a terminal here: through a pipe, as plain text); down's and
+    # stop's are not.
+    assert recorder.commands[2][1].get("stdout") not in (subprocess.DEVNULL, subprocess.PIPE)
+    assert recorder.commands[2][1]["env"]["COMPOSE_ANSI"] == "never"
     assert recorder.commands[1][1]["stdout"] == recorder.commands[3][1]["stdout"] == subprocess.DEVNULL
     assert (tmp_path / RUN_FOLDER / "compose.workers.yaml").read_text() == scaling.render(3)
 

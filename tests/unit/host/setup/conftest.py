@@ -56,6 +56,9 @@ class Machine:
             FAKE_DOCKER.format(python=sys.executable, script=Path(__file__).with_name("fake_docker.py"))
         )
         (self.bin / "docker").chmod(0o755)
+        # Never the real base image's build, should a test reach it: mmdebstrap fails at once.
+        (self.bin / "mmdebstrap").write_text("#!/bin/sh\necho 'fake mmdebstrap: not here' >&2\nexit 97\n")
+        (self.bin / "mmdebstrap").chmod(0o755)
         self.environment = {
             "PATH": f"{self.bin}{os.pathsep}{os.environ['PATH']}",
             "HOME": str(base),

@@ -11,9 +11,23 @@ import time
 BUILD_VARIABLES = ("TFCLUSTER_INPUTS", "TFCLUSTER_DEPENDENCIES", "TFCLUSTER_SHAPER_INPUTS")
 
 
-def formatted(template: str, image: dict) -> str:
-    text = template.replace("{{.Id}}", image["id"])
+def formatted(template: str, name: str, image: dict) -> str:
+    text = template.replace("{{.Id}}", image["id"]).replace("{{json .RepoTags}}", json.dumps([name]))
+    text = text.replace("{{json .Config.Labels}}", json.dumps(image["labels"]))
     return re.sub(r'{{index .Config.Labels "([^"]+)"}}', lambda found: image["labels"].get(found[1], ""), text)
+
+
+def inspect(images: dict, arguments: list[str]) -> int:
+    """`docker image inspect [--format F] NAME...`: a line for each image here, status 1 if any is not."""
+    template, names = ("{{.Id}}", arguments) if arguments[0] != "--format" else (arguments[1], arguments[2:])
+    for name in names:
+        if name in images:
+            print(formatted(template, name, images[name]))
+        else:
+            print(f"Error: No such image: {name}", file=sys.stderr)
+    if not any(name in images for name in names):
+        print()  # As the engine does: an empty line when it has none of them.
+    return 0 if all(name in images for name in names) else 1
 
 
 def build(images: dict, services: list[str], variables: dict) -> None:
@@ -36,7 +50,7 @@ def main(arguments: list[str]) -> int:
     with open(state["calls"], "a") as calls:
         calls.write(json.dumps({"arguments": arguments, "pid": os.getpid(), "variables": variables}) + "\n")
     images = state["images"]
-    if arguments[0] == "info":
+    if arguments[0] in ("info", "version"):
         return 0 if state["engine"] else 1
     if arguments[:2] == ["compose", "version"]:
         print(state["compose"])
@@ -44,18 +58,14 @@ def main(arguments: list[str]) -> int:
     if not state["engine"]:
         return 1
     if arguments[:2] == ["image", "inspect"]:
-        template = arguments[3] if arguments[2] == "--format" else "{{.Id}}"
-        if arguments[-1] not in images:
-            print(f"Error: No such image: {arguments[-1]}", file=sys.stderr)
-            return 1
-        print(formatted(template, images[arguments[-1]]))
-    elif arguments[0] == "pull":
+        return inspect(images, arguments[2:])
+    if arguments[0] == "pull":
         time.sleep(state["pull_seconds"])
         return 1  # No registry.
     elif arguments[0] == "compose" and "build" in arguments:
         build(images, arguments[arguments.index("--quiet") + 1 :], variables)
-    elif arguments[:2] == ["image", "rm"]:
-        return 0 if images.pop(arguments[-1], None) else 1
+    elif arguments[:2] == ["image", "rm"] and images.pop(arguments[-1], None) is None:
+        return 1
     with open(state_file, "w") as file:
         json.dump(state, file)
     return 0

@@ -4,6 +4,7 @@ checksum differs."""
 
 import hashlib
 import io
+import os
 import tarfile
 from pathlib import Path
 
@@ -19,9 +20,11 @@ class Children:
 
     def __init__(self, installed: str | None, binary: bytes, plugin: Path):
         self.installed, self.binary, self.plugin = installed, binary, plugin
+        self.asked = 0
 
     def run(self, command, *, capture=False, **_options):
         if command[:3] == ["docker", "compose", "version"]:
+            self.asked += 1
             if self.plugin.exists():
                 return f"{compose.VERSION}\n"
             if self.installed is None:
@@ -36,8 +39,9 @@ class Children:
 
 
 @pytest.fixture
-def plugin_home(tmp_path):
-    return {"DOCKER_CONFIG": str(tmp_path / "docker-config")}
+def plugin_home(tmp_path, monkeypatch):
+    monkeypatch.setattr(compose, "CHECKED", tmp_path / "checked.json")
+    return {"DOCKER_CONFIG": str(tmp_path / "docker-config"), "PATH": os.environ["PATH"]}
 
 
 @pytest.mark.parametrize("installed", [None, "2.20.0"])
@@ -65,3 +69,28 @@ def test_a_recent_compose_is_left_as_it_is(plugin_home):
     plugin = compose.plugin_folder(plugin_home) / "docker-compose"
     compose.ensure(Children("2.24.4", b"", plugin), plugin_home)
     assert not plugin.exists()
+
+
+def test_compose_is_asked_again_only_when_a_file_that_decides_which_runs_has_changed(plugin_home):
+    plugin = compose.plugin_folder(plugin_home) / "docker-compose"
+    children = Children("2.30.0", b"", plugin)
+    compose.ensure(children, plugin_home)
+    compose.ensure(children, plugin_home)
+    assert children.asked == 1
+    config = compose.plugin_folder(plugin_home).parent / "config.json"
+    config.parent.mkdir(parents=True)
+    config.write_text("{}")  # Its cliPluginsExtraDirs could name another Compose.
+    compose.ensure(children, plugin_home)
+    assert children.asked == 2
+    compose.ensure(children, {**plugin_home, "DOCKER_CONFIG": plugin_home["DOCKER_CONFIG"] + "-other"})
+    assert children.asked == 3
+
+
+def test_an_old_compose_is_not_remembered_as_checked(plugin_home, monkeypatch):
+    binary = b"new compose"
+    monkeypatch.setattr(compose, "SHA256", hashlib.sha256(binary).hexdigest())
+    plugin = compose.plugin_folder(plugin_home) / "docker-compose"
+    children = Children("2.20.0", binary, plugin)
+    compose.ensure(children, plugin_home)  # Installed, and then checked as it is.
+    compose.ensure(children, plugin_home)
+    assert children.asked == 2  # Before and after the install; not again.

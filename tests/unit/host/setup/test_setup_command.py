@@ -33,11 +33,9 @@ def test_a_missing_image_is_built_on_the_offline_base_then_left_alone_while_curr
     assert (machine.root / "run" / "image").read_text() == f"{built['id']}\n"
     # The online base was asked for first, here then from the registry.
     asked = [call["arguments"] for call in machine.calls()]
-    assert ["image", "inspect", "python:3.11-slim-bookworm"] in asked and [
-        "pull",
-        "--quiet",
-        "python:3.11-slim-bookworm",
-    ] in asked
+    looked = ["image", "inspect", "--format", "{{.Id}} {{json .RepoTags}}", "python:3.11-slim-bookworm", TRAINER_BASE]
+    assert [*looked, "tfcluster-base:bookworm"] in asked
+    assert ["pull", "--quiet", "python:3.11-slim-bookworm"] in asked
     again = machine.setup()
     assert again.returncode == 0, again.stderr
     assert machine.builds() == [] and again.stderr == ""
@@ -83,7 +81,7 @@ def test_with_shaper_both_images_are_built_in_one_build_with_their_digests(machi
 @pytest.mark.parametrize(
     ("engine", "path", "line"),
     [
-        (False, None, "setup: the Docker engine is not running (docker info failed)"),
+        (False, None, "setup: the Docker engine is not running (docker version could not reach it)"),
         (True, "no docker", "setup: docker is not installed; install Docker Engine first"),
     ],
 )
@@ -131,3 +129,13 @@ def test_a_signal_ends_the_set_up_and_what_it_started(machine, number):
     process.communicate(timeout=20)
     assert process.returncode == 128 + number
     assert not alive(pull["pid"])
+
+
+def test_the_superseded_base_is_removed_when_it_is_there_and_not_asked_for_otherwise(machine):
+    assert machine.setup().returncode == 0
+    assert not [call for call in machine.calls() if call["arguments"][:2] == ["image", "rm"]]
+    machine.state["images"]["tfcluster-base:bookworm"] = {"id": "sha256:unslimmed", "labels": {}}
+    assert machine.setup().returncode == 0
+    removed = [call["arguments"] for call in machine.calls() if call["arguments"][:2] == ["image", "rm"]]
+    assert removed == [["image", "rm", "tfcluster-base:bookworm"]]
+    assert "tfcluster-base:bookworm" not in machine.state["images"]
