@@ -2,6 +2,7 @@
 
 import collections
 import os
+import re
 import shutil
 import subprocess
 import threading
@@ -106,8 +107,9 @@ TUTORIAL_FIGURES = "replicas=2 initial_loss=0.7459 final_loss=0.4168 final_accur
 
 
 def verdict_lines(output: str) -> list[str]:
-    """The verifier's lines of a `scripts/run` output, without Compose's prefix."""
-    return [line.split("| ", 1)[-1] for line in output.splitlines() if line.startswith("verifier-1")]
+    """The verifier's lines of a `scripts/run` output, without Compose's prefix (`verifier-1  | `);
+    not Compose's own lines about it (`verifier-1 exited with code 0`)."""
+    return [line.split("| ", 1)[1] for line in output.splitlines() if re.match(r"verifier-1 +\| ", line)]
 
 
 def problems(output: str) -> list[str]:

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from tests.conftest import ROOT, run_python
+from tests.container.conftest import verdict_lines
 from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
@@ -83,7 +84,7 @@ def test_plain_compose_up_ends_with_the_verdict_in_the_logs(compose_project):
     project = compose_project()
     result = project.compose("up", timeout=120)
     assert result.returncode == 0, result.stderr
-    verifier_lines = [line for line in result.stdout.splitlines() if line.startswith("verifier-1")]
+    verifier_lines = verdict_lines(result.stdout)
     assert f"verdict: PASS: 2 of 2 workers agree: {FIGURES}; weights identical at " in verifier_lines[-1]
     assert f"worker-0-1  | worker=0 {FIGURES}" in result.stdout
 
