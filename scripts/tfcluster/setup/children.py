@@ -56,6 +56,10 @@ class Children:
         return process
 
     def finished(self, process: subprocess.Popen) -> None:
+        """`process` is no longer waited on: forgotten if it has ended; one still running (its wait
+        cut short by a signal's exception) stays, for `stop` to end."""
+        if process.poll() is None:
+            return
         with self._lock:
             self._live.discard(process)
 
