@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tfcluster.setup import compose
+from tfcluster.setup.files import replace_whole
 
 # `extends: {file: NAME, service: ...}` in a Compose file: a file Compose reads besides the run's.
 _EXTENDED = re.compile(r"^\s*file:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
@@ -53,10 +54,7 @@ def cached(path: Path, environment: dict[str, str], root: Path, resolve: Callabl
     except (OSError, ValueError, AttributeError):
         pass  # None kept, or not whole: resolved again.
     config = resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps({"key": wanted, "config": config}), encoding="utf-8")
-    partial.replace(path)
+    replace_whole(path, json.dumps({"key": wanted, "config": config}))
     return config
 
 

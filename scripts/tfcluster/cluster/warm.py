@@ -33,6 +33,7 @@ from pathlib import Path
 from tfcluster import paths
 from tfcluster.cluster import configcache
 from tfcluster.cluster.compose import BASE_FILE, VERDICT_SERVICE, ComposeProject, exit_status
+from tfcluster.setup import images
 from trainer.contract import verdict as records
 from trainer.contract import zygote
 from trainer.contract.exitcodes import ExitCode
@@ -395,7 +396,7 @@ def _inspected(names: list[str]) -> dict[str, dict]:
 
 def _image_in(found: dict[str, dict], name: str) -> dict | None:
     """The image `name` (an id, NAME:TAG, or NAME for NAME:latest) among `found`, if it is there."""
-    return found.get(name) or (found.get(f"{name}:latest") if ":" not in name.rsplit("/", 1)[-1] else None)
+    return found.get(name) or found.get(images.tagged(name))
 
 
 def stale(key: str, containers: list[str], found: dict[str, dict]) -> str | None:

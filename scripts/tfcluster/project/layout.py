@@ -6,6 +6,8 @@ your variables, through the env file scripts/run writes (`.tfcluster/runs/NAME/e
 naming them, which the launchers compare at the rendezvous).
 """
 
+from tfcluster.setup import images
+
 # Where a worker finds what you bring (compose.project.yaml, compose.data.yaml).
 PROJECT_MOUNT = "/project"
 DATA_MOUNT = "/data"
@@ -18,7 +20,7 @@ IMAGE_REPOSITORY = "tfcluster-project"
 # The variable that names your own variables to the launchers, which compare exactly those.
 USER_ENVIRONMENT_LIST = "TFCLUSTER_USER_ENV"
 # compose.yaml's image when TFCLUSTER_IMAGE is not set: what your project runs on, and a baked one is built on.
-DEFAULT_IMAGE = "tfcluster:latest"
+DEFAULT_IMAGE = images.TRAINER
 # The user every worker runs as (docker/Dockerfile's `USER 1000:1000`): what it may read of a
 # mounted folder is what the folder's modes give uid 1000, whoever runs scripts/run.
 WORKER_UID = 1000

@@ -9,6 +9,7 @@ nothing at all (docs/offline.md): hence more steps than `docker compose build`.
   wheelhouse.py the pinned wheels, EXTRA_REQUIREMENTS' wheels, and the pins' hashes (--pin-hashes)
   images.py     the images, built only when their inputs' digest (tfcluster.images) is not their label's
   machine.py    the steps in order, the first three at once
+  files.py      a kept file replaced whole or not at all
 
 Standard library only, as the whole host package: it runs where python3 is all there is.
 """

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from tfcluster.setup.children import Children, CommandFailed
+from tfcluster.setup.files import replace_whole
 from tfcluster.setup.messages import say
 
 # How long a pull may try before the registry counts as unreachable.
@@ -117,6 +118,4 @@ def remember(env_file: Path, variable: str, value: str) -> None:
     if wanted in lines:
         return
     kept = [line for line in lines if not line.startswith(f"{variable}=")]
-    partial = env_file.with_name(env_file.name + ".new")
-    partial.write_text("".join(f"{line}\n" for line in [*kept, wanted]), encoding="utf-8")
-    partial.replace(env_file)
+    replace_whole(env_file, "".join(f"{line}\n" for line in [*kept, wanted]))

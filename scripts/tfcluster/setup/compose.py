@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from tfcluster.setup.children import Children, CommandFailed
+from tfcluster.setup.files import replace_whole
 from tfcluster.setup.messages import SetupError, say
 
 VERSION = "2.40.3"
@@ -86,10 +87,7 @@ def _checked(now: dict[str, str]) -> bool:
 
 
 def _remember(now: dict[str, str]) -> None:
-    CHECKED.parent.mkdir(parents=True, exist_ok=True)
-    partial = CHECKED.with_name(CHECKED.name + ".partial")
-    partial.write_text(json.dumps(now), encoding="utf-8")
-    partial.replace(CHECKED)
+    replace_whole(CHECKED, json.dumps(now))
 
 
 def ensure(children: Children, environ) -> None:

@@ -80,12 +80,12 @@ def labelled(children: Children, wanted: list[Wanted]) -> dict[str, tuple[str, s
             continue
         image_id, tags, labels = fields[0], json.loads(fields[1]) or [], json.loads(fields[2]) or {}
         for image in wanted:
-            if image.image == image_id or _tagged(image.image) in tags:
+            if image.image == image_id or tagged(image.image) in tags:
                 here[image.image] = (image_id, labels.get(image.label, ""))
     return here
 
 
-def _tagged(name: str) -> str:
+def tagged(name: str) -> str:
     """The name as the engine lists it among an image's tags: `:latest` when it names no tag."""
     return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from tfcluster.images import pins
 from tfcluster.setup.children import Children, CommandFailed
+from tfcluster.setup.files import replace_whole
 from tfcluster.setup.messages import SetupError, say
 
 PINS = Path("docker/requirements.txt")
@@ -144,7 +145,5 @@ def write_hashes(children: Children) -> None:
             hashed = pins.write_hashes(bare.read_text(encoding="utf-8"), Path(scratch) / "wheels")
         except pins.PinsError as error:
             raise SetupError(str(error)) from None
-    partial = PINS.with_name(PINS.name + ".new")
-    partial.write_text(hashed, encoding="utf-8")
-    partial.replace(PINS)
+    replace_whole(PINS, hashed)
     say(f"wrote the sha256 of {hashed.count('--hash=')} wheels into {PINS}")
