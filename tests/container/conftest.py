@@ -1,6 +1,7 @@
 """Container tests: each runs its own Compose project and always tears it down."""
 
 import collections
+import json
 import os
 import re
 import shutil
@@ -16,6 +17,7 @@ from tfcluster.cluster import runs
 from tfcluster.cluster.compose import ComposeProject as SharedComposeProject
 from tfcluster.cluster.compose import unique_name
 
+from tests import browser
 from tests.conftest import ROOT, flocked
 
 
@@ -122,6 +124,44 @@ def run_program(scripts_run, program: str, *arguments: str, folder: str, environ
     module binds its folder of programs with functools.partial)."""
     run = scripts_run("--project", folder, "--command", f"python {program}", *arguments, environment=environment)
     return run.finish()
+
+
+# The report's colours (tfcluster/report/page.js): the training phase on the timeline, and the
+# cross where the workers' model states first differed.
+TRAINING = "#2563eb"
+DIFFERING = "#b00000"
+
+
+def report_of(run: "ScriptsRun", stderr: str) -> tuple[dict, browser.Opened]:
+    """The run's report, where scripts/run said it wrote it, opened in headless Chromium (tests/browser.py),
+    which must have loaded it with no error, no request outside the file, and its charts drawn."""
+    path = ROOT / runs.folder_of(run.name) / "report.html"
+    assert f"run: report: {path}\n" in stderr, stderr[-2000:]
+    return opened_report(path, path.parent / "browser")
+
+
+def opened_report(path, work) -> tuple[dict, browser.Opened]:
+    """The report at `path` opened as above; its data (the JSON it draws from) and what the browser saw."""
+    work.mkdir(parents=True, exist_ok=True)
+    opened = browser.open_page(path, work)
+    body = re.search(r"<body[^>]*>", opened.dom)[0]
+    assert 'data-errors=""' in body and int(re.search(r'data-charts="(\d+)"', body)[1]) >= 2, body
+    assert opened.requests == [], opened.requests
+    assert browser.pixels(opened.screenshot, TRAINING) > 2000, "no training phase drawn on the timeline"
+    data = json.loads(re.search(r'<script type="application/json" id="run">(.*?)</script>', path.read_text(), re.S)[1])
+    return data, opened
+
+
+def assert_report_says_what_the_run_printed(data: dict, stdout: str) -> None:
+    """The report's verdict line is the verifier's last, and each worker's epochs are those its
+    program printed (this project's trainer's epoch lines), figure for figure."""
+    assert data["summary"] == next(line for line in reversed(verdict_lines(stdout)) if line.startswith("verdict: "))
+    for worker in data["workers"]:
+        printed = re.findall(
+            rf"^{worker['name']}-1 +\| train \| epoch: +(\d+)/\d+ *\| step: +(\d+) \| loss: (\S+)", stdout, re.M
+        )
+        drawn = [(str(epoch["epoch"]), str(epoch["step"]), f"{epoch['loss']:.4f}") for epoch in worker["epochs"]]
+        assert drawn == printed, (worker["name"], drawn, printed)
 
 
 def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml") -> str:

@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from tests.container.conftest import override
+from tests import browser
+from tests.container.conftest import DIFFERING, assert_report_says_what_the_run_printed, override, report_of
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
 
@@ -45,3 +46,9 @@ def test_scripts_run_chief_gives_three_workers_tfjobs_form_from_the_shared_templ
     for name, task in {"worker-0": ("chief", 0), "worker-1": ("worker", 0), "worker-2": ("worker", 1)}.items():
         log = "\n".join(line for line in result.stdout.splitlines() if line.startswith(f"{name}-1  | "))
         assert f'{expected},"task":{{"type":"{task[0]}","index":{task[1]}}}' in log, log[-2000:]
+    # Its report: three workers' epochs as they printed them, three points compared, nothing differing.
+    data, opened = report_of(project, result.stderr)
+    assert_report_says_what_the_run_printed(data, result.stdout)
+    assert [len(worker["epochs"]) for worker in data["workers"]] == [3, 3, 3]
+    assert data["verdict"]["passed"] and data["verdict"]["synchronization"]["first_differing"] is None
+    assert browser.pixels(opened.screenshot, DIFFERING) == 0

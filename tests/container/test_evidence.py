@@ -19,11 +19,13 @@ import re
 
 import pytest
 
+from tests import browser
 from tests.container import conftest
-from tests.container.conftest import LEGACY_KERAS, TUTORIAL_FIGURES, verdict_lines
+from tests.container.conftest import DIFFERING, LEGACY_KERAS, TUTORIAL_FIGURES, report_of, verdict_lines
 from trainer.contract.exitcodes import ExitCode
 
-run_program = functools.partial(conftest.run_program, folder="tests/fixtures/evidence")
+FOLDER = "tests/fixtures/evidence"
+run_program = functools.partial(conftest.run_program, folder=FOLDER)
 
 GRADIENTS = "gradients: all-reduced by every worker's Adam inside strategy.run, 2 replicas"
 
@@ -51,7 +53,8 @@ def own_weights(output: str) -> dict[int, str]:
 
 
 def test_a_model_freed_before_the_exit_fails_when_the_workers_weights_differ(scripts_run):
-    result = run_program(scripts_run, "freed_model.py", "--env", "DRIFT=1")
+    run = scripts_run("--project", FOLDER, "--command", "python freed_model.py", "--env", "DRIFT=1")
+    result = run.finish()
     hashes = own_weights(result.stdout)
     assert len(hashes) == 2 and hashes[0] != hashes[1], hashes  # The bug is real: each worker says so.
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
@@ -61,10 +64,15 @@ def test_a_model_freed_before_the_exit_fails_when_the_workers_weights_differ(scr
         "variables: sequential/dense/kernel, sequential/dense/bias, sequential/dense_1/kernel, "
         "sequential/dense_1/bias (and 1 more)",
     ]
+    # Its report marks where the states first differed: the end, step 12, with the red cross.
+    data, opened = report_of(run, result.stderr)
+    assert data["verdict"]["synchronization"]["first_differing"] == {"point": "end", "index": 1, "step": 12, "run": 1}
+    assert browser.pixels(opened.screenshot, DIFFERING) > 50
 
 
 def test_a_model_freed_before_the_exit_passes_on_its_trained_variables_when_the_weights_agree(scripts_run):
-    result = run_program(scripts_run, "freed_model.py")
+    run = scripts_run("--project", FOLDER, "--command", "python freed_model.py")
+    result = run.finish()
     hashes = own_weights(result.stdout)
     assert len(hashes) == 2 and hashes[0] == hashes[1], hashes
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
@@ -78,6 +86,11 @@ def test_a_model_freed_before_the_exit_passes_on_its_trained_variables_when_the_
         f"verdict: PASS: 2 of 2 workers agree: {TUTORIAL_FIGURES}; weights identical at 1 point "
         "(14 of 14 trained variables; 14 variables, 1.9 KB)"
     )
+    # The drifting run's negative control: its report marks nothing as differing.
+    data, opened = report_of(run, result.stderr)
+    assert data["verdict"]["synchronization"]["first_differing"] is None
+    assert [[state["point"] for state in worker["states"]] for worker in data["workers"]] == [["end"], ["end"]]
+    assert browser.pixels(opened.screenshot, DIFFERING) == 0
 
 
 def test_steps_outside_strategy_run_fail_on_gradients_no_collective_reduced(scripts_run):

@@ -11,7 +11,7 @@ from tfcluster import Cluster
 from tfcluster.cluster.compose import unique_name
 
 from tests.conftest import ROOT
-from tests.container.conftest import TUTORIAL_FIGURES, ComposeProject, override, problems, verdict_lines
+from tests.container.conftest import TUTORIAL_FIGURES, ComposeProject, override, problems, report_of, verdict_lines
 from trainer.contract.exitcodes import ExitCode
 from trainer.verifier import faults as faults_of_verdict
 
@@ -50,7 +50,8 @@ def test_wan_adds_50_ms_of_round_trip(compose_project):
 
 @pytest.mark.timeout(450)  # Four workers' start-up on two cores, then training at 50 ms a round trip.
 def test_wan_on_four_workers_shapes_and_proves_every_link(scripts_run):
-    result = scripts_run("--workers", "4", "--network", "wan").finish(timeout=400)
+    run = scripts_run("--workers", "4", "--network", "wan")
+    result = run.finish(timeout=400)
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     # Every worker measured its link to every other one before training: 12 links, each 50 ms. One
     # line a worker: `worker-0: network wan (...): measured worker-1 rtt 53.87 ms; worker-2 rtt ...`.
@@ -66,6 +67,11 @@ def test_wan_on_four_workers_shapes_and_proves_every_link(scripts_run):
     ], result.stdout[-3000:]
     assert all(name == "wan" and 40 <= float(rtt) <= 60 for _, name, _, rtt in links), links
     assert re.search(r"^verifier-1  \| verdict: PASS: 4 of 4 workers agree", result.stdout, re.MULTILINE)
+    # Its report: four workers on the timeline, and the network as the verdict measured it.
+    data, opened = report_of(run, result.stderr)
+    assert [worker["name"] for worker in data["workers"]] == names
+    network = data["verdict"]["network"]
+    assert len(network) == 4 and all(line in opened.dom for line in network), network
 
 
 @pytest.mark.timeout(450)  # Four workers' start-up on two cores, then training over the slow link.

@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from tests.container.conftest import ComposeProject, override
+from tests.conftest import ROOT
+from tests.container.conftest import ComposeProject, opened_report, override
 from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(300)]
@@ -63,7 +64,7 @@ def uninterrupted(docker) -> dict:
 
 
 def test_a_worker_killed_in_epoch_2_restarts_the_cluster_which_resumes_to_identical_metrics(
-    compose_project, uninterrupted
+    compose_project, uninterrupted, tmp_path
 ):
     project = compose_project(RECOVERY, environment=SLOW)
     # Once epoch 1's checkpoint is committed: the kill lands early in epoch 2.
@@ -85,6 +86,18 @@ def test_a_worker_killed_in_epoch_2_restarts_the_cluster_which_resumes_to_identi
     # Bit for bit: the JSON carries every metric at full precision.
     assert finals(project) == {"worker-0": uninterrupted, "worker-1": uninterrupted}
     assert project.exit_code("keeper") == 0
+    # Its report, made from the Compose project's containers: the restart on each worker's timeline,
+    # and each resumed from step 250.
+    made = subprocess.run(
+        [str(ROOT / "scripts" / "report"), "--project", project.name, str(tmp_path)], capture_output=True, text=True
+    )
+    assert made.returncode == 0 and made.stdout == f"{tmp_path / 'report.html'}\n", made.stderr
+    data, _opened = opened_report(tmp_path / "report.html", tmp_path / "browser")
+    for worker in data["workers"]:
+        kinds = [mark["kind"] for mark in worker["marks"]]
+        assert "restart" in kinds and "resumed from step 250" in [mark["label"] for mark in worker["marks"]], kinds
+        assert [phase["phase"] for phase in worker["phases"]].count("training") == 2, worker["phases"]
+    assert data["verdict"]["restarts"][0]["resumed_from_step"] == 250
 
 
 def test_a_chief_killed_while_writing_a_checkpoint_resumes_from_the_one_before(

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from tests.container.conftest import report_of
 from trainer.contract.exitcodes import ExitCode
 
 pytestmark = [pytest.mark.container, pytest.mark.timeout(420)]
@@ -31,3 +32,10 @@ def test_a_worker_slowed_by_scripts_run_is_named_and_the_verdict_still_passes(sc
     busy, other = (int(figure) for figure in found.groups())
     # Measured: 71-100% on the slowed worker, 9-12% on the other (docs/verifier.md, "The slowest worker").
     assert busy >= 2 * other and 0 < other <= 30, found.group(0)
+    # Its report: the straggler named, and each worker's usage against its limit, as the verdict had it.
+    data, opened = report_of(project, result.stderr)
+    assert data["verdict"]["straggler"] in opened.dom
+    assert {name: usage["cpu_limit"] for name, usage in data["verdict"]["usage"].items()} == {
+        "worker-0": 2.0,
+        "worker-1": 0.25,
+    }

@@ -67,6 +67,7 @@ def record(verdict: Verdict) -> dict:
         "synchronization": {
             "differences": list(verdict.synchronization.differences),
             "proven": list(verdict.synchronization.lines),
+            "first_differing": verdict.synchronization.first_differing,
         },
         "data": verdict.synchronization.data.as_data(),
         "problems": list(verdict.problems),
@@ -75,6 +76,8 @@ def record(verdict: Verdict) -> dict:
         "links": verdict.links,
         "faults": list(verdict.faults),
         "straggler": verdict.straggler,
+        # Each worker's program's wall and CPU time, CPU limit and peak memory, where its status said.
+        "usage": dict(verdict.usage),
         "restarts": None
         if verdict.recovery is None
         else [

@@ -33,6 +33,9 @@ class Synchronization:
     # What each worker's input delivered (trainer/verifier/data.py): its problems are the verdict's, apart
     # from the model states' `differences`, which they do not make less proven.
     data: Data = dataclasses.field(default_factory=Data)
+    # Where the states first differed, as data for the run's report (tfcluster/report/): `point`,
+    # `index`, `step` and the cluster's `run` (1 unless the keeper restarted it).
+    first_differing: dict | None = None
 
 
 def judge_synchronization(
@@ -53,7 +56,8 @@ def judge_synchronization(
         if problem:
             worker_problems[name] = problem
     # A worker that failed is reported for its failure: its partial state is no difference of its own.
-    differences = list(filter(None, [_first_difference({n: s for n, s in observed.items() if n in judged})]))
+    first = _first_difference({n: s for n, s in observed.items() if n in judged})
+    differences = [first[0]] if first else []
     everyone_well = len(judged) == expected_workers == len(observed) and not worker_problems
     lines, proof, data = ((), None, Data())
     if everyone_well and not differences:
@@ -71,6 +75,7 @@ def judge_synchronization(
         replicas={name: int(s[-1].strategy["replicas"]) for name, s in observed.items() if s and s[-1].strategy},
         fit_metrics={name: metrics for name, s in observed.items() if (metrics := _fit_metrics(s))},
         data=data,
+        first_differing=first[1] if first else None,
     )
 
 
@@ -127,7 +132,8 @@ def _resolved(strategy: dict) -> tuple[list[str] | None, int | None]:
     return chief + list(jobs.get("worker") or []), index
 
 
-def _first_difference(observed: dict[str, list[Session]]) -> str | None:
+def _first_difference(observed: dict[str, list[Session]]) -> tuple[str, dict] | None:
+    """The first point the judged workers' states differ at: as the verdict says it, and as data."""
     runs = max((len(sessions) for sessions in observed.values()), default=0)
     for run in range(runs):
         present = {name: sessions[run] for name, sessions in observed.items() if len(sessions) > run}
@@ -144,7 +150,8 @@ def _first_difference(observed: dict[str, list[Session]]) -> str | None:
             if difference:
                 first = next(iter(states.values()))
                 during = f" (run {run + 1} of the cluster)" if runs > 1 else ""
-                return f"model state differs at {first.label}{during}: {difference}"
+                where = {"point": first.point, "index": first.index, "step": first.step, "run": run + 1}
+                return f"model state differs at {first.label}{during}: {difference}", where
     return None
 
 

@@ -79,6 +79,8 @@ class Verdict:
     # The network faults the shapers injected, as they recorded them (trainer/verifier/faults.py).
     faults: tuple[dict, ...] = ()
     straggler: str | None = None  # The slowest worker, when the spread is large: information, not a problem.
+    # Each worker's program's usage as its status recorded it (trainer/contract/usage.py), by name.
+    usage: dict[str, dict] = dataclasses.field(default_factory=dict)
     # What the workers' model states, strategies and traffic showed (trainer/verifier/synchronization.py).
     synchronization: Synchronization = dataclasses.field(
         default_factory=lambda: Synchronization(worker_problems={}, differences=())
@@ -161,6 +163,7 @@ def judge(
         links=links or {},
         faults=faults,
         straggler=slowest_worker((report.name, report.usage) for report in reports),
+        usage={report.name: report.usage for report in reports if isinstance(report.usage, dict)},
         synchronization=synchronization,
     )
 

@@ -70,6 +70,8 @@ class Cluster:
     bake: bool = False
     tag: str | None = None
     junit: str | None = None
+    # Where the run's report.html goes (default: beside `junit`, as FILE.html; else in the run's folder).
+    report: str | None = None
     # The Compose project to run as, taken or refused (default: COMPOSE_PROJECT_NAME, else
     # compose.yaml's, tfcluster; NAME-2, NAME-3... while another run holds it).
     name: str | None = None
@@ -82,7 +84,7 @@ class Cluster:
 
     def plan(self, *, collects: bool = True) -> Plan:
         """The run this asks for, checked; raises Refusal, before anything is done."""
-        self._check_types()
+        _check_types(self)
         faults, links = check_network(self.workers, self.network, self.faults, self.links)
         check_warm(self.warm, self.recover)
         trainer_script = trainer_script_of(self.environ, self.project is not None)
@@ -93,6 +95,7 @@ class Cluster:
             raise Refusal(str(error)) from None
         project = self._project()
         junit = junit_path(self.junit)
+        page = junit_path(self.report, option="--report", example="report.html")
         name, name_given = self._project_name()
         return Plan(
             self.workers,
@@ -111,6 +114,7 @@ class Cluster:
             chief=self.chief,
             faults=faults,
             links=links,
+            report=page,
         )
 
     def _project_name(self) -> tuple[str, bool]:
@@ -127,24 +131,6 @@ class Cluster:
                 f"COMPOSE_PROJECT_NAME={name!r}: a Compose project name is lower-case letters, digits, - and _"
             )
         return name, False
-
-    def _check_types(self) -> None:
-        """What argparse checks on the command line, for values given in Python; raises Refusal."""
-        if type(self.workers) is not int or not 1 <= self.workers <= scaling.MAX_WORKERS:
-            raise Refusal(
-                f"workers={self.workers!r}: the number of workers must be a whole number, 1 to {scaling.MAX_WORKERS}"
-            )
-        if self.name is not None and not (isinstance(self.name, str) and PROJECT_NAME.fullmatch(self.name)):
-            raise Refusal(f"name={self.name!r}: a Compose project name is lower-case letters, digits, - and _")
-        for field_name in ("env", "env_files"):
-            if isinstance(getattr(self, field_name), str):
-                raise Refusal(
-                    f"{field_name}={getattr(self, field_name)!r}: give a list (or, for env, a mapping), not a string"
-                )
-        if isinstance(self.slow, str) or (
-            isinstance(self.slow, Mapping) and not all(_is_number(cpus) for cpus in self.slow.values())
-        ):
-            raise Refusal(f"slow={self.slow!r}: give a mapping of worker to CPUs, such as {{'worker-1': 0.25}}")
 
     def _project(self) -> options.Project | None:
         if self.project is None:
@@ -200,6 +186,25 @@ class Cluster:
         if status == 0 and "COMPOSE_PROJECT_NAME" in environment:
             runs.remove_folder(paths.ROOT, environment["COMPOSE_PROJECT_NAME"])  # Its generated files too.
         return status
+
+
+def _check_types(cluster: "Cluster") -> None:
+    """What argparse checks on the command line, for values given in Python; raises Refusal."""
+    if type(cluster.workers) is not int or not 1 <= cluster.workers <= scaling.MAX_WORKERS:
+        raise Refusal(
+            f"workers={cluster.workers!r}: the number of workers must be a whole number, 1 to {scaling.MAX_WORKERS}"
+        )
+    if cluster.name is not None and not (isinstance(cluster.name, str) and PROJECT_NAME.fullmatch(cluster.name)):
+        raise Refusal(f"name={cluster.name!r}: a Compose project name is lower-case letters, digits, - and _")
+    for field_name in ("env", "env_files"):
+        if isinstance(getattr(cluster, field_name), str):
+            raise Refusal(
+                f"{field_name}={getattr(cluster, field_name)!r}: give a list (or, for env, a mapping), not a string"
+            )
+    if isinstance(cluster.slow, str) or (
+        isinstance(cluster.slow, Mapping) and not all(_is_number(cpus) for cpus in cluster.slow.values())
+    ):
+        raise Refusal(f"slow={cluster.slow!r}: give a mapping of worker to CPUs, such as {{'worker-1': 0.25}}")
 
 
 def _socket_gid(environ: Mapping[str, str]) -> int | None:
@@ -271,7 +276,7 @@ def _execute(plan: Plan, environ: Mapping[str, str]) -> Run:
         if cancelled.signal_number == signal.SIGINT:
             raise KeyboardInterrupt
         raise cancelled
-    return Run(execution.exit_status, execution.ran, execution.verdict, execution.logs, plan.name)
+    return Run(execution.exit_status, execution.ran, execution.verdict, execution.logs, plan.name, execution.report)
 
 
 def say(line: str) -> None:

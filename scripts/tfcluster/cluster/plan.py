@@ -49,8 +49,7 @@ class Plan:
     project: Project | None = None
     slowed: dict[str, float] = field(default_factory=dict)  # --slow: each slowed worker's CPU limit, by name.
     dev: bool = False  # --dev: this checkout's trainer/ mounted over the image's.
-    # --junit: where the verdict goes as JUnit XML (absolute: the run works from the project's root).
-    junit: str | None = None
+    junit: str | None = None  # --junit: the verdict's JUnit XML (absolute: the run works from the root).
     # Whether the run reads the verdict back as data once it has ended (the Python API's Run does).
     collects: bool = False
     # The Compose project to run as: the one asked for (--name), or the default (COMPOSE_PROJECT_NAME,
@@ -67,6 +66,7 @@ class Plan:
     chief: bool = False
     faults: tuple[str, ...] = ()  # --fault: cuts timed by training progress (trainer/contract/faults.py).
     links: tuple[str, ...] = ()  # --link: links that differ from the profile (trainer/contract/links.py).
+    report: str | None = None  # --report: the run's report.html's file (absolute), if given.
 
     @property
     def folder(self) -> str:
@@ -281,18 +281,18 @@ def trainer_script_of(environ: Mapping[str, str], has_project: bool) -> str | No
     return os.path.realpath(trainer_script)
 
 
-def junit_path(given: str | None) -> str | None:
-    """--junit's file, absolute, checked now so that a report that cannot be written costs no run."""
+def junit_path(given: str | None, *, option: str = "--junit", example: str = "verdict.xml") -> str | None:
+    """--junit's (or --report's) file, absolute, checked now so that a report that cannot be written costs no run."""
     if not given:
         return None
     junit = os.path.abspath(given)
     if os.path.isdir(junit):
-        raise Refusal(f"--junit {given} is a folder; give a file name, such as verdict.xml")
+        raise Refusal(f"{option} {given} is a folder; give a file name, such as {example}")
     folder = os.path.dirname(junit)
     # Its folder is made if missing: it, or its nearest existing ancestor, must be writable.
     existing = folder
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
     if not (os.path.isdir(existing) and os.access(existing, os.W_OK)):
-        raise Refusal(f"--junit {given}: {folder} cannot be made or written")
+        raise Refusal(f"{option} {given}: {folder} cannot be made or written")
     return junit

@@ -31,6 +31,8 @@ class Run:
     logs: dict[str, str] = field(default_factory=dict)
     # The Compose project it ran as: Cluster(name=run.name).down() takes it down.
     name: str | None = None
+    # Its report.html's path (tfcluster/report/), where one was written.
+    report: str | None = None
 
     @property
     def passed(self) -> bool:

@@ -12,8 +12,9 @@ import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from tfcluster import paths
+from tfcluster import paths, report
 from tfcluster.ci import hostpaths
 from tfcluster.cluster import build, cancel, composefiles, verdict, warm
 from tfcluster.cluster.compose import VERDICT_SERVICE, ComposeProject, exit_status
@@ -54,6 +55,9 @@ class Execution:
     logs: dict[str, str] = field(default_factory=dict)
     # Whether the verdict and the logs were taken as the run went (a warm run's).
     collected: bool = False
+    # A warm run's output as it came, each line after the host's time (its containers outlive it).
+    timed_logs: dict[str, str] = field(default_factory=dict)
+    report: str | None = None  # The report's path, once written.
 
     @property
     def root(self):
@@ -243,6 +247,7 @@ class WarmRun:
         execution.status = outcome.status
         execution.verdict = warm.verdict_of(outcome)
         execution.logs = outcome.logs if execution.plan.collects else {}
+        execution.timed_logs = outcome.timed
         execution.collected = True
         return None
 
@@ -268,6 +273,47 @@ class ReadVerdict:
         return None
 
 
+@dataclass(frozen=True)
+class Report:
+    """The run's report (tfcluster/report/): what its containers left kept in the run's folder
+    (record/), and report.html made of it there, or beside --junit's file; its path said last."""
+
+    junit: str | None
+    page: str | None = None  # --report's file, if given.
+    always = True
+
+    def target(self, plan) -> str:
+        if self.page:
+            return self.page
+        return str(Path(self.junit).with_suffix(".html")) if self.junit else f"{plan.folder}/{report.PAGE}"
+
+    def lines(self, plan, _environ) -> list[str]:
+        source = (
+            "the warm run's output" if plan.warm else "docker inspect and docker logs --timestamps of its containers"
+        )
+        return [f"{source}, kept in {plan.folder}/{report.RECORD}/; the run's report written to {self.target(plan)}"]
+
+    def run(self, execution: Execution) -> int | None:
+        if not execution.ran:
+            return None
+        plan = execution.plan
+        folder = execution.root / plan.folder
+        try:
+            if execution.collected:
+                report.keep_logs(folder, plan.name, execution.timed_logs, {})
+            else:
+                report.keep(folder, plan.name)
+            # The default is in the run's folder, from the root; a path given is from where the run was started.
+            target = Path(self.target(plan)) if self.page or self.junit else folder / report.PAGE
+            execution.report = str(report.write(folder, target).resolve())
+        except Exception as error:  # noqa: BLE001
+            # The verdict stands without its pictures: say why there are none.
+            say(f"report: not written: {error}")
+            return None
+        say(f"report: {execution.report}")
+        return None
+
+
 def dry_environment(plan) -> dict[str, str]:
     """What the run would give the set-up and Compose, as the dry run shows it: a baked image's
     name, known only once the set-up has built what it is named after, is shown as a pattern."""
@@ -289,11 +335,11 @@ def of(plan) -> list:
     if sources:
         steps.append(CheckMounts(sources))
     if plan.warm:
-        return [*steps, WarmRun(), ReadVerdict(plan.junit)]
+        return [*steps, WarmRun(), ReadVerdict(plan.junit), Report(plan.junit, plan.report)]
     steps.append(Compose(DOWN))
     if plan.bakes:
         steps.append(RemoveSuperseded())
     steps += [Up(), Compose(STOP)]
     if plan.junit or plan.collects:
         steps.append(ReadVerdict(plan.junit))
-    return steps
+    return [*steps, Report(plan.junit, plan.report)]

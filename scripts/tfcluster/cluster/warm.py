@@ -33,6 +33,7 @@ from pathlib import Path
 from tfcluster import paths
 from tfcluster.cluster import configcache
 from tfcluster.cluster.compose import BASE_FILE, VERDICT_SERVICE, ComposeProject, exit_status
+from tfcluster.report import evidence
 from tfcluster.setup import images
 from trainer.contract import verdict as records
 from trainer.contract import zygote
@@ -114,6 +115,8 @@ class Outcome:
     status: int
     verifier_lines: list[str] = field(default_factory=list)
     logs: dict[str, str] = field(default_factory=dict)
+    # Every service's output, each line after the host's time as it came (the run's report's).
+    timed: dict[str, str] = field(default_factory=dict)
 
 
 class WarmCluster:
@@ -257,6 +260,7 @@ class _Exec:
         self._width = max(len(service.name) for service in services)
         self._print_lock = threading.Lock()
         self._lines: dict[str, list[str]] = {service.name: [] for service in services}
+        self._timed: dict[str, list[str]] = {service.name: [] for service in services}
         self._processes: dict[str, subprocess.Popen] = {}
 
     def run(self) -> Outcome:
@@ -299,6 +303,7 @@ class _Exec:
             status,
             verifier_lines=self._lines[VERDICT_SERVICE],
             logs={name: "".join(lines) for name, lines in self._lines.items() if name != VERDICT_SERVICE},
+            timed={name: "".join(lines) for name, lines in self._timed.items()},
         )
 
     def _start(self, service: Service, results: str) -> subprocess.Popen:
@@ -342,6 +347,7 @@ class _Exec:
         prefix = f"{name:<{self._width}}  | "
         for line in process.stdout:
             self._lines[name].append(line)
+            self._timed[name].append(f"{evidence.stamp(time.time())} {line}")
             with self._print_lock:
                 sys.stdout.write(prefix + line)
                 sys.stdout.flush()

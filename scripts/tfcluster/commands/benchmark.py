@@ -18,7 +18,7 @@ import sys
 
 # Each of these imports only the standard library at its top (report.chart imports matplotlib
 # when it draws), so that --help runs under the host's python3, before .venv-bench exists.
-from tfcluster.benchmark import measure, network, observer, observer_report, report, warm
+from tfcluster.benchmark import measure, network, observer, observer_report, pages, report, warm
 from tfcluster.paths import ROOT
 
 DOCS = ROOT / "docs"
@@ -28,6 +28,7 @@ writes:
   docs/network-benchmark.md                                     (with --network)
   docs/observer-benchmark.md, docs/observer-benchmark.json      (with --observer)
   docs/warm-benchmark.md, docs/warm-benchmark.json              (with --warm)
+  docs/report-benchmark.md, docs/report-benchmark.json          (with --report)
 
 examples:
   scripts/benchmark                          # every case, 5 runs each (about 10 minutes)
@@ -35,6 +36,7 @@ examples:
   scripts/benchmark --network --steps 20     # training time under each network profile
   scripts/benchmark --observer --runs 8      # the observer's cost: 8 pairs with it and without
   scripts/benchmark --warm --first-run       # warm, cold and bare, 3 times over; 20 warm runs; a fresh first run
+  scripts/benchmark --report                 # the run report's cost: 5 real runs, its step timed after each
 
 exit status:
   0    ok: measured, and the figures written
@@ -68,6 +70,11 @@ def parser() -> argparse.ArgumentParser:
         action="store_true",
         help="only the observer's cost: training programs with it against without, in pairs; its own "
         "timer on the examples (default: off)",
+    )
+    result.add_argument(
+        "--report",
+        action="store_true",
+        help="only the run report's cost: --runs real runs, the report's step timed after each (default: off)",
     )
     result.add_argument(
         "--steps", type=int, default=50, metavar="N", help="with --network: steps an epoch (default: 50)"
@@ -111,6 +118,13 @@ def main(argv: list[str]) -> int:
         (DOCS / "warm-benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
         text = warm.table(result)
         (DOCS / "warm-benchmark.md").write_text("# Warm workers against cold runs and the bare processes\n\n" + text)
+        print(text)
+        return 0
+    if arguments.report:
+        result = pages.measure(arguments.runs)
+        (DOCS / "report-benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
+        text = pages.table(result)
+        (DOCS / "report-benchmark.md").write_text("# What the run's report costs a run\n\n" + text)
         print(text)
         return 0
     if arguments.network:

@@ -31,6 +31,9 @@ environment:
   TFCLUSTER_CI_BAKE      true: copy the project, if any, into an image instead of mounting it (--bake),
                          as a job whose engine cannot see its folders must (default: false)
   TFCLUSTER_CI_JUNIT     where the verdict goes as JUnit XML (--junit; default: tfcluster-verdict.xml)
+  TFCLUSTER_CI_REPORT    where the run's report goes, one HTML page (--report; default: beside
+                         the JUnit file, its name with .html; the action and the template give
+                         tfcluster-report.html)
   COMPOSE_PROJECT_NAME   the Compose project to run as (the action and the GitLab template set one
                          per job, so that jobs on one engine never share a cluster)
   GITHUB_OUTPUT          if set (GitHub Actions), `status=N` is appended to it
@@ -55,6 +58,7 @@ def arguments_of(environ) -> list[str]:
         ("TFCLUSTER_CI_PROJECT", "--project"),
         ("TFCLUSTER_CI_COMMAND", "--command"),
         ("TFCLUSTER_CI_NETWORK", "--network"),
+        ("TFCLUSTER_CI_REPORT", "--report"),
     ):
         if environ.get(variable):
             arguments += [option, environ[variable]]

@@ -28,6 +28,7 @@ COMMANDS = (
     ("scripts/benchmark", "measure the cluster against bare processes: docs/benchmark.md"),
     ("scripts/workers.py", "render N workers for Compose, Docker Swarm or Kubernetes"),
     ("scripts/verify", "the verifier on the host, for saved logs"),
+    ("scripts/report", "make a finished run's report.html again from the record kept in its folder"),
     ("scripts/nodes", "real hosts on one machine: Docker engines as Swarm nodes, the cluster across them, host faults"),
     ("scripts/job-image", "build the CI job container image, to run these commands as a CI runner does"),
     ("scripts/ci-run", "one CI step: scripts/run from TFCLUSTER_* variables, the verdict as JUnit XML"),

@@ -113,6 +113,7 @@ def parser() -> Parser:
             "--requirements": "a file",
             "--tag": "an image name",
             "--junit": "a file",
+            "--report": "a file",
             "--name": "a Compose project name",
         },
     )
@@ -277,6 +278,13 @@ def add_output_options(parser: Parser) -> None:
         "the verdict passed, fails a case of its own (default: none)",
     )
     parser.add_argument(
+        "--report",
+        metavar="FILE",
+        help="where the run's report goes, one self-contained HTML page (docs/report.md), from where you are "
+        "(default: beside --junit's FILE, as FILE.html, else .tfcluster/runs/NAME/report.html); the run says "
+        "where it wrote it, last",
+    )
+    parser.add_argument(
         "--name",
         type=_project_name,
         metavar="NAME",
@@ -316,6 +324,7 @@ def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:
         bake=arguments.bake,
         tag=arguments.tag,
         junit=arguments.junit,
+        report=arguments.report,
         name=arguments.name,
         warm=arguments.warm,
         chief=arguments.chief,

@@ -17,6 +17,7 @@ from tfcluster.ci import hostpaths
 from tfcluster.cluster import cancel, runs, steps
 from tfcluster.commands import docs as commands_doc
 from tfcluster.commands import run
+from tfcluster.report import engine
 
 from tests.conftest import ROOT
 
@@ -138,6 +139,8 @@ def recorded(tmp_path, monkeypatch):
         monkeypatch.setattr(cancel, "run", recorder)
         # No other checkout's containers: the engine is not asked.
         monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
+        # Nor for the report's containers (tests/unit/host/report/ test what it makes of them).
+        monkeypatch.setattr(engine, "containers", lambda _project: {})
         for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE", "EXTRA_REQUIREMENTS", "TFCLUSTER_IMAGE"):
             monkeypatch.delenv(name, raising=False)
         for name, value in variables.items():

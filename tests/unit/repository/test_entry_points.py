@@ -220,7 +220,9 @@ def test_allreduce_names_a_bad_size_in_one_line(size):
             "(usage: scripts/run [-h] [--workers N] [--recover] [--network PROFILE] [--fault CLAUSE] "
             "[--link CLAUSE] [--chief] [--slow NAME=CPUS] "
             "[--dev] [--warm] [--warm-down] [--project DIR] [--command CMD] [--data DIR] [--env NAME=VALUE] "
-            "[--env-file FILE] [--requirements FILE] [--bake] [--tag NAME] [--junit FILE] [--name NAME] [--dry-run])",
+            "[--env-file FILE] [--requirements FILE] [--bake] [--tag NAME] [--junit FILE] [--report FILE] "
+            "[--name NAME] "
+            "[--dry-run])",
         ),
         ([], {"TRAINER_SCRIPT": "no/such/train.py"}, "run: TRAINER_SCRIPT 'no/such/train.py' is not a file"),
         (["--project", "no/such/project"], {}, "run: --project 'no/such/project' is not a folder"),

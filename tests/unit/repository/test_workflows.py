@@ -130,10 +130,19 @@ def test_both_pieces_run_the_one_ci_step_with_the_same_inputs():
     variables = {name for name in template["variables"] if name.startswith("TFCLUSTER_CI_")}
     inputs = {name: value for name, value in step["env"].items() if name.startswith("TFCLUSTER_CI_")}
     assert set(inputs) == variables
-    # Each input reaches the step under the variable scripts/ci-run reads.
-    assert inputs == {f"TFCLUSTER_CI_{name.upper()}": f"${{{{ inputs.{name} }}}}" for name in action["inputs"]}
+    # Each input reaches the step under the variable scripts/ci-run reads; but the artifact's name,
+    # the action's own upload's (GitLab keeps a job's artifacts by itself).
+    run_inputs = [name for name in action["inputs"] if name != "artifact"]
+    assert inputs == {f"TFCLUSTER_CI_{name.upper()}": f"${{{{ inputs.{name} }}}}" for name in run_inputs}
     assert template["artifacts"]["when"] == "always"
     assert template["artifacts"]["reports"]["junit"] == "$TFCLUSTER_CI_JUNIT"
+    # Both keep the JUnit file and the run's report, whatever the end.
+    assert template["artifacts"]["paths"] == ["$TFCLUSTER_CI_JUNIT", "$TFCLUSTER_CI_REPORT"]
+    upload = next(
+        step for step in action["runs"]["steps"] if step.get("uses", "").startswith("actions/upload-artifact@")
+    )
+    assert upload["if"].startswith("always()")
+    assert upload["with"]["path"].splitlines() == ["${{ inputs.junit }}", "${{ inputs.report }}"]
 
 
 def test_both_pieces_give_each_job_a_cluster_of_its_own_and_always_take_it_down():

@@ -2,10 +2,12 @@
 reads the verdict back as data; the dry run and the run come from one list of steps."""
 
 import subprocess
+from pathlib import Path
 
 import pytest
 from tfcluster import Cluster, Refusal
 from tfcluster.cluster import cancel, runs, steps
+from tfcluster.report import engine
 
 from tests.conftest import ROOT
 from tests.unit.host.conftest import TUTORIAL_LOGS, verifier_log
@@ -51,6 +53,8 @@ def docker(monkeypatch):
         # The children a run can cancel (set-up, `up`: tfcluster/cluster/cancel.py) too.
         monkeypatch.setattr(cancel, "run", stand_in)
         monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
+        # The report's reading of the containers is tests/unit/host/report/'s.
+        monkeypatch.setattr(engine, "containers", lambda _project: {})
         return stand_in
 
     # This machine may itself be a container: the bind-mount check is another test's.
@@ -63,6 +67,7 @@ def test_a_run_returns_the_verdict_as_data(docker):
     run = Cluster(environ={"PATH": "/usr/bin:/bin"}).run()
     assert recorded.verbs() == ["scripts/setup", "down", "up", "stop", "logs", "logs", "logs"]
     assert (run.status, run.passed, run.ran) == (0, True, True)
+    assert run.report.endswith(".tfcluster/runs/tfcluster/report.html") and Path(run.report).is_file()
     assert list(run.workers) == ["worker-0", "worker-1"]
     assert run.workers["worker-0"].status == "exited 0"
     assert run.workers["worker-1"].metrics["replicas"] == 2

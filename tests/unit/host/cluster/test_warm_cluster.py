@@ -150,7 +150,7 @@ def test_what_warm_workers_cannot_go_with_is_refused_before_anything_starts(sett
 def test_a_warm_run_execs_on_the_warm_cluster_instead_of_down_up_stop():
     plan = Cluster(warm=True, junit="verdict.xml").plan()
     kinds = [type(step).__name__ for step in steps.of(plan)]
-    assert kinds == ["WriteFiles", "SetUp", "WarmRun", "ReadVerdict"]
+    assert kinds == ["WriteFiles", "SetUp", "WarmRun", "ReadVerdict", "Report"]
     assert warm.project_name({}) == "tfcluster-warm"
     assert warm.project_name({"COMPOSE_PROJECT_NAME": "mine"}) == "mine-warm"
 

@@ -17,10 +17,12 @@ def test_each_variable_becomes_its_option_and_empty_ones_none():
         "TFCLUSTER_CI_NETWORK": "",
         "TFCLUSTER_CI_BAKE": "true",
         "TFCLUSTER_CI_JUNIT": "reports/v.xml",
+        "TFCLUSTER_CI_REPORT": "reports/v.html",
     }
     assert ci_run.arguments_of(environ) == [
         "--workers", "3", "--junit", "reports/v.xml",
-        "--project", "examples/custom-loop", "--command", "python train.py --fast", "--bake",
+        "--project", "examples/custom-loop", "--command", "python train.py --fast", "--report", "reports/v.html",
+        "--bake",
     ]  # fmt: skip
     # The built-in trainer: nothing to bake; the defaults of the action and the template.
     assert ci_run.arguments_of({"TFCLUSTER_CI_BAKE": "true"}) == ["--workers", "2", "--junit", "tfcluster-verdict.xml"]

@@ -25,7 +25,7 @@ def _drive(tmp_path, request: dict) -> tuple[int, dict]:
 def test_a_request_that_is_not_one_is_refused_in_one_line_with_exit_2(tmp_path, capsys, request_, line):
     status, result = _drive(tmp_path, request_)
     assert status == 2
-    assert result == {"status": 2, "ran": False, "verdict": None, "logs": {}, "name": None}
+    assert result == {"status": 2, "ran": False, "verdict": None, "logs": {}, "name": None, "report": None}
     error = capsys.readouterr().err
     assert error == line if line else error.startswith("run: ") and error.count("\n") == 1
 

@@ -93,6 +93,7 @@ def test_scripts_benchmark_accepts_every_option_of_the_benchmark_command(sandbox
         "--runs",
         "--network",
         "--observer",
+        "--report",
         "--steps",
         "--warm",
         "--comparisons",
