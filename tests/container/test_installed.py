@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
+from pathlib import Path
 
 import pytest
 from tfcluster.cluster.compose import unique_name
@@ -165,4 +166,13 @@ def test_the_projects_own_pytest_file_passes_in_sync_and_fails_a_drifting_worker
     }
     assert verdicts["in_sync"]["passed"] is True and verdicts["in_sync"]["synchronization"]["proven"]
     assert verdicts["drifting"]["passed"] is False
+    # Each test's report: named in its junit properties and, for the failure, in its message; kept
+    # after its cluster was taken down, and saying the run's verdict.
+    pages = {
+        name: case.find("properties/property[@name='tfcluster.report']").get("value")
+        for name, case in (("drifting", drifting), ("in_sync", in_sync))
+    }
+    assert f"report: {pages['drifting']}" in failure, failure
+    assert "verdict: FAIL" in Path(pages["drifting"]).read_text()
+    assert "verdict: PASS: 2 of 2 workers agree" in Path(pages["in_sync"]).read_text()
     assert not _leftovers(home)  # Every test's cluster was torn down.

@@ -87,7 +87,8 @@ class Run:
             where = f" (Compose project {self.name})" if self.name else ""
             lines = "\n".join(self.verdict_lines())
             what = "the workers did not train in sync" if self.ran else "the cluster never trained"
-            raise AssertionError(f"{what}, exit status {self.status}{where}:\n{lines}")
+            page = f"\nreport: {self.report}" if self.report else ""
+            raise AssertionError(f"{what}, exit status {self.status}{where}:\n{lines}{page}")
 
     def assert_data_sharded(self) -> None:
         """Fails (AssertionError) unless the verifier saw every worker's training input and proved it
@@ -98,7 +99,8 @@ class Run:
         data = self.data
         if not data.get("observed") or data.get("problems") or data.get("replicated"):
             said = data.get("problems") or [data.get("proven") or "the verdict has no data proof"]
-            raise AssertionError("each worker's data was not proven its own:\n" + "\n".join(said))
+            page = [f"report: {self.report}"] if self.report else []
+            raise AssertionError("each worker's data was not proven its own:\n" + "\n".join([*said, *page]))
 
     def as_data(self) -> dict:
         """The run as JSON-able data; `Run(**data)` is the same run."""

@@ -13,7 +13,9 @@ relative paths are from the rootdir. Every test's cluster is a Compose project o
 (`tfc-pytest-PID-N`), taken down when the test ends, passed or not (its warm cluster too, if it
 asked for one). The set-up runs at the session's first test that asks for a cluster (each run's
 own check then finds it done). The verdict goes into the JUnit report as the test's property
-`tfcluster.verdict`.
+`tfcluster.verdict`, and each run's report (report.html, kept in the test's own tmp_path unless
+`report=` or `junit=` says where) as `tfcluster.report`, in the test's report as its section
+"tfcluster report" (pytest shows it with a failure) and in `assert_synchronized()`'s message.
 
 Clusters run in a process of their own (tfcluster/commands/driven.py): this one is your test's,
 where a `trainer` package of yours would hide the harness's. A Ctrl-C at a terminal reaches that
@@ -37,7 +39,8 @@ from tfcluster.cluster.result import Run
 
 MARKER = "workers"
 # Cluster's fields that name paths: taken from pytest's rootdir when relative.
-PATH_FIELDS = ("project", "data", "requirements", "junit")
+PATH_FIELDS = ("project", "data", "requirements", "junit", "report")
+REPORT = "tfcluster.report"  # The user property, and the test report's section, naming each run's page.
 _numbers = itertools.count(1)
 
 
@@ -82,9 +85,11 @@ def driven(action: str, cluster: dict) -> Run:
 class TFCluster:
     """The `tfcluster` fixture: the test's cluster, under a Compose project name of its own."""
 
-    def __init__(self, node: pytest.Item, workers: int):
+    def __init__(self, node: pytest.Item, workers: int, folder: Path):
         self.node = node
         self.workers = workers
+        # Where its runs' reports go: the run's own folder goes with its cluster at the test's end.
+        self.folder = folder
         self.name = f"tfc-pytest-{os.getpid()}-{next(_numbers)}"
         self.runs: list[Run] = []
         # Whether a run asked for the warm cluster, NAME-warm, which outlives its runs.
@@ -106,11 +111,15 @@ class TFCluster:
         """Trains the cluster (Cluster's fields; `name` is the fixture's) and returns its Run."""
         if "name" in fields:
             raise TypeError("tfcluster.run() names its cluster itself (tfcluster.name); give no name")
+        if fields.get("report") is None and fields.get("junit") is None:
+            fields = {**fields, "report": str(self.folder / f"report-{len(self.runs) + 1}.html")}
         asked = self._fields(fields)
         self.warm = self.warm or bool(asked.get("warm"))
         run = driven("run", asked)
         self.runs.append(run)
         self.node.user_properties.append(("tfcluster.verdict", json.dumps(run.verdict)))
+        if run.report:
+            self.node.user_properties.append((REPORT, run.report))
         return run
 
     def down(self) -> list[str]:
@@ -132,15 +141,25 @@ def tfcluster_setup() -> Path:
 
 
 @pytest.fixture
-def tfcluster(request: pytest.FixtureRequest, tfcluster_setup: Path):
+def tfcluster(request: pytest.FixtureRequest, tfcluster_setup: Path, tmp_path: Path):
     """A cluster for this test (`@pytest.mark.workers(N)`: of N workers), always torn down."""
     marker = request.node.get_closest_marker(MARKER)
     workers = marker.args[0] if marker and marker.args else DEFAULT_WORKERS
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         refusal = f"@pytest.mark.{MARKER}({workers!r}): the number of workers is a whole number, 1 or more"
         pytest.fail(refusal, pytrace=False)
-    cluster = TFCluster(request.node, workers)
+    cluster = TFCluster(request.node, workers, tmp_path)
     yield cluster
     problems = cluster.down()
     if problems:
         pytest.fail(f"tfcluster: the cluster was not taken down: {'; '.join(problems)}", pytrace=False)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """Each run's report named in the test's own report, a section pytest shows with a failure."""
+    outcome = yield
+    made = outcome.get_result()
+    pages = [value for name, value in item.user_properties if name == REPORT]
+    if made.when == "call" and pages:
+        made.sections.append(("tfcluster report", "\n".join(pages)))

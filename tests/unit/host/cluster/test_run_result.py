@@ -30,6 +30,13 @@ def test_a_failure_raises_with_the_verdicts_own_lines():
     )
 
 
+def test_a_failure_names_the_runs_report_where_it_has_one():
+    run = Run(7, True, verdict(False, problems=[DIFFERS]), name="tfc-x", report="/tmp/x/report.html")
+    with pytest.raises(AssertionError) as raised:
+        run.assert_synchronized()
+    assert str(raised.value).splitlines()[-2:] == [f"  - {DIFFERS}", "report: /tmp/x/report.html"]
+
+
 def test_a_pass_that_compared_no_model_state_proves_nothing():
     with pytest.raises(AssertionError, match="the verifier passed the run without comparing any model state"):
         Run(0, True, verdict(True)).assert_synchronized()

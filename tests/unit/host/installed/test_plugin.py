@@ -29,7 +29,7 @@ def driven(action, cluster):
     record = {"passed": not failed, "expected_workers": cluster["workers"], "workers": [],
               "synchronization": {"proven": [] if failed else ["state: bitwise identical"]},
               "problems": problems if failed else []}
-    return Run(7 if failed else 0, True, record, name=cluster["name"])
+    return Run(7 if failed else 0, True, record, name=cluster["name"], report=cluster.get("report"))
 
 plugin.driven = driven
 """
@@ -61,6 +61,9 @@ def test_each_test_gets_its_own_cluster_of_the_marked_size_always_torn_down(pyte
             "E*AssertionError: the workers did not train in sync, exit status 7 (Compose project tfc-pytest-*):",
             "E*verdict: FAIL: 1 problem(s)",
             "E*- model state differs at the end (step 12): worker-1 differs from worker-0",
+            "E*report: */test_drifting0/report-1.html",
+            "*- tfcluster report -*",
+            "*/test_drifting0/report-1.html",
         ]
     )
     calls = json.loads((pytester.path / "calls.json").read_text())
@@ -71,6 +74,11 @@ def test_each_test_gets_its_own_cluster_of_the_marked_size_always_torn_down(pyte
     assert runs[0]["project"] == str(pytester.path / ".")
     assert runs[0]["data"] == str(pytester.path / "data")
     assert runs[0]["command"] == "python train.py"
+    # Each run's report in the test's own tmp_path: the run's folder goes with its cluster.
+    assert [run["report"].rsplit("/", 2)[1:] for run in runs] == [
+        ["test_in_sync0", "report-1.html"],
+        ["test_drifting0", "report-1.html"],
+    ]
     # A name of each test's own, and each one taken down, the failed test's too.
     assert len({run["name"] for run in runs}) == 2
     assert [down["name"] for down in downs] == [run["name"] for run in runs]
@@ -105,3 +113,17 @@ def test_a_warm_cluster_is_taken_down_too_and_a_failed_teardown_is_an_error(pyte
     )
     calls = json.loads((pytester.path / "calls.json").read_text())
     assert [call["action"] for call in calls] == ["run", "down", "warm_down", "run", "down"]
+
+
+def test_a_report_or_junit_given_is_where_the_report_goes_and_the_junit_file_names_each_page(pytester):
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile(
+        "def test_given(tfcluster):\n    tfcluster.run(report='out/page.html')\n\n"
+        "def test_beside_junit(tfcluster):\n    tfcluster.run(junit='out/verdict.xml')\n"
+    )
+    result = pytester.runpytest("-p", "tfcluster.installed.plugin", "-p", "no:cacheprovider", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=2)
+    runs = [call for call in json.loads((pytester.path / "calls.json").read_text()) if call["action"] == "run"]
+    assert [run.get("report") for run in runs] == [str(pytester.path / "out/page.html"), None]
+    junit = (pytester.path / "junit.xml").read_text()
+    assert f'<property name="tfcluster.report" value="{pytester.path / "out/page.html"}" />' in junit
