@@ -52,6 +52,7 @@ def base_name(docker):
 
 
 def start(arguments: list[str], environment: dict[str, str], *, command: str = "run") -> subprocess.Popen:
+    # A session of its own, as a runner's step is: its whole tree can be killed as a runner kills it.
     return subprocess.Popen(
         [str(ROOT / "scripts" / command), *arguments],
         cwd=ROOT,
@@ -59,7 +60,24 @@ def start(arguments: list[str], environment: dict[str, str], *, command: str = "
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        start_new_session=True,
     )
+
+
+def kill_tree(process: subprocess.Popen) -> None:
+    """SIGKILL to the step and every process under it (its session), as a runner ends a job."""
+    subprocess.run(["pkill", "-KILL", "--session", str(process.pid)], check=False)
+    process.wait(timeout=30)
+
+
+def running(project: str) -> list[str]:
+    listed = subprocess.run(
+        ["docker", "ps", "--quiet", "--filter", f"label=com.docker.compose.project={project}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return listed.stdout.split()
 
 
 class Output:
@@ -139,6 +157,89 @@ def test_sigterm_to_the_ci_step_mid_training_stops_the_cluster_and_fails_its_rep
     suite = ElementTree.fromstring(report.read_text())
     assert suite.get("failures") == "1"
     assert "the run ended with exit status 143 before the verifier gave a verdict" in report.read_text()
+
+
+# GitHub's cancellation of a job: SIGINT to the step's process, SIGTERM 7.5 s later if it has not
+# ended, SIGKILL of its whole tree 2.5 s after that.
+GITHUB_CANCEL = ((0.0, signal.SIGINT), (7.5, signal.SIGTERM), (10.0, signal.SIGKILL))
+
+
+def play(sequence, process: subprocess.Popen) -> tuple[int, float, list[str]]:
+    """The runner's signals at their times, until the process ends: its status, how long it took
+    from the first signal, and the signals sent."""
+    began, sent = time.monotonic(), []
+    for at, signal_number in sequence:
+        try:
+            process.wait(timeout=max(0.0, began + at - time.monotonic()))
+            break
+        except subprocess.TimeoutExpired:
+            sent.append(signal_number.name)
+            if signal_number == signal.SIGKILL:
+                kill_tree(process)
+            else:
+                process.send_signal(signal_number)
+    status = process.wait(timeout=CANCEL_BOUND)
+    return status, time.monotonic() - began, sent
+
+
+def test_githubs_cancel_sequence_mid_training_leaves_nothing_and_a_failing_report_within_its_budget(
+    base_name, tmp_path
+):
+    report = tmp_path / "verdict.xml"
+    environment = {"COMPOSE_PROJECT_NAME": base_name, "TRAIN_EPOCHS": "300", "TFCLUSTER_CI_JUNIT": str(report)}
+    step = start([], environment, command="ci-run")
+    output = Output(step)
+    try:
+        output.wait_for(r"worker-0-1 +\| train \| epoch: +2/", timeout=300)
+        status, took, sent = play(GITHUB_CANCEL, step)
+    finally:
+        if step.poll() is None:
+            kill_tree(step)
+    text = output.text()
+    # Gone on the SIGINT alone, inside the 7.5 s before GitHub's SIGTERM, with nothing left.
+    assert (status, sent) == (130, ["SIGINT"]), text
+    assert took < 7.0, f"{took:.1f}s from SIGINT to the end\n{text}"
+    assert containers(base_name) == []
+    assert "the run ended with exit status 130 before the verifier gave a verdict" in report.read_text()
+
+
+@pytest.mark.timeout(600)  # Three clusters on two cores: the killed one's, a live run's and the next job's.
+def test_a_ci_step_killed_outright_leaves_a_cluster_the_next_job_removes_and_never_a_live_runs(base_name, tmp_path):
+    killed_name, live_name, next_name = base_name, f"{base_name}-2", f"{base_name}-3"
+    report = tmp_path / "killed.xml"
+    killed = start(
+        [],
+        {"COMPOSE_PROJECT_NAME": killed_name, "TRAIN_EPOCHS": "300", "TFCLUSTER_CI_JUNIT": str(report)},
+        command="ci-run",
+    )
+    killed_output = Output(killed)
+    live = following = None
+    try:
+        killed_output.wait_for(r"worker-0-1 +\| train \| epoch: +2/", timeout=300)
+        kill_tree(killed)
+        # The bug: nothing of the run is left to stop its cluster, which trains on.
+        assert len(running(killed_name)) == 3, killed_output.text()
+        # What it leaves: a failing report, never none or an earlier run's.
+        assert "it was killed before it could write its verdict" in report.read_text()
+        live = start([], {"COMPOSE_PROJECT_NAME": live_name, "TRAIN_EPOCHS": "40"})
+        live_output = Output(live)
+        live_output.wait_for(r"worker-0-1 +\| train \| epoch: +1/", timeout=300)
+        following = start([], {"COMPOSE_PROJECT_NAME": next_name}, command="ci-run")
+        following_output = Output(following)
+        assert following.wait(timeout=400) == 0, following_output.text()
+        assert live.wait(timeout=400) == 0, live_output.text()
+    finally:
+        for process in (killed, live, following):
+            if process is not None and process.poll() is None:
+                kill_tree(process)
+    said = following_output.text()
+    assert f"ci-run: removed the Compose project {killed_name} of a run that was killed (pid {killed.pid}" in said, said
+    assert containers(killed_name) == []
+    # The live run's cluster was not touched: it trained to its own PASS.
+    assert live_name not in said
+    assert re.search(
+        r"verdict: PASS: 2 of 2 workers agree: replicas=2 .*weights identical at 40 points", live_output.text()
+    )
 
 
 def test_a_project_folder_of_mode_0700_is_refused_on_the_host_in_one_line(base_name):

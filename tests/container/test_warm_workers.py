@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 
 import pytest
@@ -38,6 +39,16 @@ def final_states(run) -> dict[str, list]:
 
 def figures(run) -> dict:
     return {key: value for key, value in run.workers["worker-0"].metrics.items() if key != "worker"}
+
+
+def running(project: str) -> list[str]:
+    listed = subprocess.run(
+        ["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={project}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return listed.stdout.split()
 
 
 def leftovers(project: str) -> list[str]:
@@ -100,6 +111,32 @@ def test_warm_runs_in_a_row_take_every_edit_survive_a_failure_and_a_keras_change
         legacy_again = run(TF_USE_LEGACY_KERAS="1")
         assert legacy_again.passed, legacy_again.problems
         assert all("restarts" not in log and FORKED in log for log in legacy_again.logs.values())
+
+        # SIGHUP (a closed terminal, some CI runners) mid-training stops the warm cluster, as
+        # SIGINT and SIGTERM do: no forked program is left training.
+        hung_up = subprocess.Popen(
+            [str(ROOT / "scripts" / "run"), "--warm", "--name", name, "--project", str(project)]
+            + ["--env", "LOOP_EPOCHS=300"],
+            cwd=ROOT,
+            env=environ,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            said = []
+            for line in hung_up.stdout:
+                said.append(line)
+                if "custom-loop: epoch 2/300" in line:
+                    break
+            hung_up.send_signal(signal.SIGHUP)
+            said += hung_up.stdout.readlines()
+            assert hung_up.wait(timeout=60) == 129, "".join(said)[-3000:]
+        finally:
+            if hung_up.poll() is None:
+                hung_up.kill()
+        assert f"run: received SIGHUP: stopping the warm cluster {name}-warm" in "".join(said), "".join(said)[-3000:]
+        assert running(f"{name}-warm") == []
 
         cold = run(warm=False)
         assert cold.passed, cold.problems

@@ -18,7 +18,7 @@ from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.settings import LaunchSettings, RecoverySettings, TrainingSettings
-from trainer.launcher import digests, noise, rendezvous, runtime, warm
+from trainer.launcher import digests, fullresults, noise, rendezvous, runtime, warm
 from trainer.launcher.forked import Forking
 from trainer.launcher.supervisor import Deadlines, Supervisor
 
@@ -47,11 +47,10 @@ def main(argv: list[str]) -> int:
     run_id = uuid.uuid4().hex
     if launch.warm == "1":
         warm.clear_earlier_runs(launch.results_dir, os.environ.get("TF_CHECKPOINT_DIR", ""))
-    recorder = (
-        Recorder(WorkerFiles(Path(launch.results_dir), cluster.host), workers=list(cluster.workers), run=run_id)
-        if launch.results_dir
-        else None
-    )
+    try:
+        recorder = _recorder(launch.results_dir, cluster, run_id)
+    except OSError as error:  # Its first status did not fit: a volume full before the run began.
+        return fullresults.at_start(error, launch.results_dir, cluster.host)
     try:
         supervisor = Supervisor(
             cluster=cluster,
@@ -118,6 +117,12 @@ def _fingerprint(
         image=digests.image_digest(package_dir),
         command=program,
     )
+
+
+def _recorder(results_dir: str, cluster: cluster_config.Cluster, run_id: str) -> Recorder | None:
+    if not results_dir:
+        return None
+    return Recorder(WorkerFiles(Path(results_dir), cluster.host), workers=list(cluster.workers), run=run_id)
 
 
 def _stopped_early(signal_number, _frame) -> None:

@@ -6,9 +6,12 @@ and stops its program at once; it then ends with exit 12 and the same line as it
 else the stopped program led to (its peers' loss, say).
 """
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 
 from trainer.contract import resultsdir, space
+from trainer.contract.console import failed_event
 from trainer.contract.exitcodes import ExitCode
 from trainer.contract.usage import size_text
 
@@ -46,3 +49,19 @@ class FullResults:
             f"the results volume {directory} is {why} ({shown}, TF_RESULTS_SIZE): this worker's log there stops "
             f"after {size_text(self._recorder.written)}; all its output is in `docker logs`"
         )
+
+
+def at_start(error: OSError, directory: str, host: str) -> int:
+    """A volume already full (or not writable) when the launcher starts (a keeper's restart after a
+    chatty run, say): its first status cannot be written, so the run ends before it begins, saying
+    so as at any other write, exit 12."""
+    size = resultsdir.volume_size(Path(directory))
+    why = "full" if space.out_of_room(error) else f"not writable ({error.strerror or error})"
+    shown = size_text(size) if size else "size unknown"
+    message = (
+        f"launcher | {host}: the results volume {directory} is {why} ({shown}, TF_RESULTS_SIZE) before this "
+        "worker started: its status and log cannot be kept there, so it does not train"
+    )
+    print(message, file=sys.stderr, flush=True)
+    print(failed_event(ExitCode.VOLUME_FULL, message), flush=True)
+    return ExitCode.VOLUME_FULL

@@ -72,7 +72,10 @@ def check_distinct(paths: list[Path]) -> None:
         if path.stem in by_name:
             raise ValueError(f"two logs for {path.stem}: {by_name[path.stem]} and {path} (one log per worker)")
         by_name[path.stem] = path
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        content = path.read_bytes()
+        if not content.strip():
+            continue  # Empty logs are alike without being one: each is judged, as a worker that said nothing.
+        digest = hashlib.sha256(content).hexdigest()
         if digest in by_content:
             raise ValueError(
                 f"{by_content[digest]} and {path} are the same log, byte for byte: each worker's own log is needed"

@@ -33,6 +33,13 @@ def write(path: Path, *, status: int, record: dict | None, ran: bool) -> None:
     _write(path, report)
 
 
+def write_unfinished(path: Path) -> None:
+    """The report while the run is under way, replaced when it ends: one that is killed outright
+    (SIGKILL, a runner that died) leaves a failing report, never none or an earlier run's."""
+    why = "the run did not end: it was killed before it could write its verdict (SIGKILL, or its runner died)"
+    _write(path, _suite([("scripts/run", why)]))
+
+
 def write_failure(path: Path, status: int, why: str) -> None:
     """The report of a run whose own reading of the verdict failed: it fails, saying why."""
     _write(path, _suite([("scripts/run", f"the run ended with exit status {status}; {why}")]))

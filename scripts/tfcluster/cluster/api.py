@@ -226,6 +226,8 @@ def execute(plan: Plan, environ: Mapping[str, str]) -> Run:
         if plan.junit:
             junit.write_failure(Path(plan.junit), ExitCode.CONFIG_ERROR, str(refusal))
         return Run(ExitCode.CONFIG_ERROR, False, None)
+    if plan.junit:
+        junit.write_unfinished(Path(plan.junit))
     try:
         if claimed.slot != plan.name and not plan.warm:
             say(

@@ -10,13 +10,19 @@ another run of this checkout holds it, or another checkout's containers carry th
 (Compose project names are the engine's, not a folder's), the run takes NAME-2, NAME-3, ... and
 says so. A name asked for (scripts/run --name, Cluster(name=)) is taken as it is or refused,
 never changed: whoever named it may be about to use it by hand.
+
+The lock file also says, as one JSON line, which process claimed the slot, when, and (once the run
+has ended, however it ended) when it ended: a run killed outright cannot say so, and its lock,
+released by the kernel, then marks a cluster nobody will take down (tfcluster/cluster/orphans.py).
 """
 
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import subprocess
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +49,9 @@ class Claim:
     lock: IO[str]
 
     def release(self) -> None:
+        """The run has ended: its lock file says so, then the lock is let go."""
+        with contextlib.suppress(OSError, ValueError):
+            mark(self.lock, {**record_of(Path(self.lock.name)), "ended": round(time.time(), 3)})
         self.lock.close()
 
 
@@ -78,12 +87,14 @@ def claim(
     candidates = [name] if given else [name, *(f"{name}-{number}" for number in range(2, MOST_SLOTS + 1))]
     held = []
     for slot in candidates:
-        lock = _try_lock(root / folder_of(slot) / LOCK)
+        lock = hold(root / folder_of(slot) / LOCK)
         if lock is None:
             held.append(slot)
             continue
         others = foreign(slot, root)
         if not others:
+            with contextlib.suppress(OSError):
+                mark(lock, {"pid": os.getpid(), "since": round(time.time(), 3)})
             return Claim(slot, lock)
         lock.close()
         if given:
@@ -106,7 +117,7 @@ def held(root: Path, slot: str) -> bool:
     lock_path = root / folder_of(slot) / LOCK
     if not lock_path.exists():
         return False
-    lock = _try_lock(lock_path)
+    lock = hold(lock_path)
     if lock is None:
         return True
     lock.close()
@@ -118,7 +129,7 @@ def remove_folder(root: Path, slot: str) -> bool:
     folder = root / folder_of(slot)
     if not folder.is_dir():
         return True
-    lock = _try_lock(folder / LOCK)
+    lock = hold(folder / LOCK)
     if lock is None:
         return False
     try:
@@ -128,8 +139,9 @@ def remove_folder(root: Path, slot: str) -> bool:
     return not folder.exists()
 
 
-def _try_lock(path: Path) -> IO[str] | None:
-    """The lock file, open and locked by this process; None if another process holds it."""
+def hold(path: Path) -> IO[str] | None:
+    """The lock file, open and locked by this process (its record unchanged); None if another
+    process holds it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     lock = open(path, "a", encoding="utf-8")  # noqa: SIM115 - held open for the run's lifetime.
     try:
@@ -137,8 +149,21 @@ def _try_lock(path: Path) -> IO[str] | None:
     except BlockingIOError:
         lock.close()
         return None
-    with contextlib.suppress(OSError):
-        lock.truncate(0)
-        lock.write(f"{os.getpid()}\n")
-        lock.flush()
     return lock
+
+
+def record_of(path: Path) -> dict:
+    """What the lock file says: `pid` and `since` (the claim's time), `ended` once the run ended;
+    empty for a file of an earlier version (its pid alone) or none."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8") or "{}")
+    except (OSError, ValueError):
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def mark(lock: IO[str], record: dict) -> None:
+    """The lock file's record replaced, by whoever holds it."""
+    lock.truncate(0)
+    lock.write(json.dumps(record) + "\n")
+    lock.flush()

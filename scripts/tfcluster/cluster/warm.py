@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tfcluster import paths
-from tfcluster.cluster import configcache
+from tfcluster.cluster import cancel, configcache
 from tfcluster.cluster.compose import BASE_FILE, VERDICT_SERVICE, ComposeProject, exit_status
 from tfcluster.report import evidence
 from tfcluster.setup import images
@@ -274,7 +274,8 @@ class _Exec:
             interrupted = signum
 
         if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
+            # Every signal a cold run stops on (SIGHUP too: a closed terminal, some CI runners).
+            for signum in cancel.SIGNALS:
                 previous[signum] = signal.signal(signum, interrupt)
         try:
             for service in self._services:

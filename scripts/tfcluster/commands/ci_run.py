@@ -5,12 +5,17 @@ it, each passing its inputs as these variables. It runs scripts/run in this same
 than as a child: a cancelled job's SIGTERM then reaches the run itself, which stops its cluster and
 writes a failing report (tfcluster/cluster/cancel.py), where a wrapper would die alone and leave
 the run training to a passing report.
+
+Before it runs, it removes what jobs killed outright left on this engine: clusters whose run is
+gone without ending (tfcluster/cluster/orphans.py), never a live run's, saying what it removed.
 """
 
 import os
 import signal
+import subprocess
 import sys
 
+from tfcluster.cluster import orphans
 from tfcluster.commands import run
 from tfcluster.commands.parsing import Parser
 
@@ -18,8 +23,10 @@ DESCRIPTION = """\
 Runs scripts/run as one step of your CI pipeline, from where you are (your repository's checkout),
 with the options these variables give, writes the verdict as JUnit XML, and exits with the
 verdict's status (docs/ci.md, "In your own pipeline"). Takes no arguments: CI systems pass inputs
-as variables. SIGINT or SIGTERM (a cancelled job) stops the cluster, writes a failing report and
-exits 130 or 143."""
+as variables. SIGINT, SIGTERM or SIGHUP (a cancelled job) stops the cluster, writes a failing
+report and exits 130, 143 or 129. First it removes the clusters of earlier runs that were killed
+outright (SIGKILL, a dead runner) and left training, found by their lock files, and says so; never
+a live run's."""
 
 EPILOG = """\
 environment:
@@ -46,7 +53,7 @@ exit status (scripts/run's):
   0    ok: every worker exited 0, trained with all its peers and agrees
   2    config error: a bad variable, named in one line (nothing was started)
   7    verification failed: the verdict says why
-  130, 143  cancelled by SIGINT or SIGTERM: the cluster was stopped, the report fails
+  129, 130, 143  cancelled by SIGHUP, SIGINT or SIGTERM: the cluster was stopped, the report fails
   any other: as scripts/run --help says"""
 
 
@@ -79,12 +86,23 @@ def report(status: int, environ) -> None:
             output.write(f"status={status}\n")
 
 
+def remove_orphans() -> None:
+    """What killed jobs left, removed and said; nothing if the engine cannot be asked (the run says why)."""
+    try:
+        removed = orphans.remove()
+    except (OSError, subprocess.SubprocessError):
+        return
+    for orphan in removed:
+        print(f"ci-run: removed {orphan.describe()}", file=sys.stderr, flush=True)
+
+
 def main(argv: list[str], environ=None) -> int:
     environ = os.environ if environ is None else environ
     Parser("ci-run", prog="scripts/ci-run", description=DESCRIPTION, epilog=EPILOG).parse_args(argv)
     status = 1
     try:
-        status = run.main(arguments_of(environ), environ)
+        # The leftovers go once the input is known good: bad input touches nothing.
+        status = run.main(arguments_of(environ), environ, first=remove_orphans)
     except KeyboardInterrupt:
         status = 128 + signal.SIGINT
     except SystemExit as exit:

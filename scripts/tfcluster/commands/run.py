@@ -334,7 +334,9 @@ def cluster_of(arguments: argparse.Namespace, environ) -> Cluster:
     )
 
 
-def main(argv: list[str], environ=None) -> int:
+def main(argv: list[str], environ=None, *, first=None) -> int:
+    """scripts/run; `first`, if given, is called once the plan is made and checked, before the run
+    (scripts/ci-run's removal of what killed jobs left)."""
     environ = os.environ if environ is None else environ
     command_line = parser()
     arguments = command_line.parse_args(argv)
@@ -354,6 +356,8 @@ def main(argv: list[str], environ=None) -> int:
             print(f"run: --dry-run: {error}", file=sys.stderr)
             return 1
         return 0
+    if first is not None:
+        first()
     return execute(plan, environ).status
 
 

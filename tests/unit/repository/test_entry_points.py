@@ -80,6 +80,22 @@ def test_two_logs_of_one_worker_are_refused(tmp_path):
     assert copied.stdout == ""
 
 
+def test_two_empty_logs_are_judged_as_logs_not_refused_as_one(tmp_path):
+    # Workers that printed nothing: their logs are the same bytes without being the same log.
+    for name in ("worker-0", "worker-1"):
+        (tmp_path / f"{name}.log").write_text("")
+    result = run_python(
+        "-m",
+        "trainer.verifier",
+        str(tmp_path / "worker-0.log"),
+        str(tmp_path / "worker-1.log"),
+        "--allow-unknown-exits",
+    )
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stderr
+    assert result.stderr == ""
+    assert "verdict: FAIL" in result.stdout
+
+
 def test_verify_fails_differing_logs_naming_metric_and_workers(tmp_path):
     junit = tmp_path / "verdict.xml"
     result = run_python(

@@ -152,21 +152,18 @@ def test_both_pieces_give_each_job_a_cluster_of_its_own_and_always_take_it_down(
     run, teardown = steps[1], steps[-1]
     assert run["env"]["COMPOSE_PROJECT_NAME"] == teardown["env"]["COMPOSE_PROJECT_NAME"] == project
     assert teardown["if"] == "always()" and "down --volumes" in teardown["run"]
-    # The name step's shell makes a name Compose takes from any job's id.
+    # The name step's shell makes a name Compose takes from any job's id and runner's name.
     naming = steps[0]["run"].replace("$GITHUB_OUTPUT", "/dev/stdout")
-    named = subprocess.run(
-        ["bash", "-c", naming],
-        env={
-            "GITHUB_JOB": "Train Model_2",
-            "GITHUB_RUN_ID": "123",
-            "GITHUB_RUN_ATTEMPT": "1",
-            "PATH": os.environ["PATH"],
-        },
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert named.stdout == "project=tfc-123-1-train-model_2\n"
+
+    def named(runner: str, attempt: str = "1") -> str:
+        variables = {"GITHUB_JOB": "Train Model_2", "GITHUB_RUN_ID": "123", "GITHUB_RUN_ATTEMPT": attempt}
+        environment = {**variables, "RUNNER_NAME": runner, "PATH": os.environ["PATH"]}
+        made = subprocess.run(["bash", "-c", naming], env=environment, capture_output=True, text=True, check=True)
+        return made.stdout
+
+    assert named("GPU box 1") == "project=tfc-123-1-train-model_2-gpu-box-1\n"
+    # Two legs of one matrix (one GITHUB_JOB) on two runners of one host, and a re-run: each its own.
+    assert len({named("GPU box 1"), named("GPU box 2"), named("GPU box 1", attempt="2")}) == 3
     template = yaml.safe_load((ROOT / "ci/tfcluster.gitlab-ci.yml").read_text())[".tfcluster"]
     assert template["variables"]["COMPOSE_PROJECT_NAME"] == "tfc-$CI_JOB_ID"
     assert any("down --volumes" in line for line in template["after_script"])

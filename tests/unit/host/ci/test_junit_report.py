@@ -121,3 +121,26 @@ def test_an_interrupted_run_still_writes_its_report(monkeypatch, tmp_path):
         run.main(["--junit", str(path)], environ={})
     suite = ElementTree.fromstring(path.read_text())
     assert failures(suite) == {"scripts/run": "the run ended with exit status 130 before its workers had run"}
+
+
+def test_while_the_run_is_under_way_its_report_fails_so_a_run_killed_outright_leaves_a_failing_one(
+    monkeypatch, tmp_path
+):
+    path = tmp_path / "verdict.xml"
+    path.write_text("<testsuite tests='1' failures='0'/>")  # An earlier run's passing report, in a reused workspace.
+    seen = []
+
+    def killed(_step, _execution):
+        # What a SIGKILL here would leave: the report as it is at this moment.
+        seen.append(failures(ElementTree.fromstring(path.read_text())))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(steps.SetUp, "run", killed)
+    with pytest.raises(KeyboardInterrupt):
+        run.main(["--junit", str(path)], environ={})
+    assert seen == [
+        {
+            "scripts/run": "the run did not end: it was killed before it could write its verdict "
+            "(SIGKILL, or its runner died)"
+        }
+    ]

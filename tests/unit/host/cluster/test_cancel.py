@@ -11,7 +11,7 @@ import time
 from xml.etree import ElementTree
 
 import pytest
-from tfcluster.cluster import cancel, runs
+from tfcluster.cluster import cancel, orphans, runs
 from tfcluster.commands import ci_run, run
 
 from tests.unit.host.conftest import DOWN
@@ -79,6 +79,7 @@ def test_a_run_cancelled_while_its_cluster_trains_stops_it_tears_it_down_and_fai
     monkeypatch.setattr(subprocess, "run", stand_in)
     monkeypatch.setattr(cancel, "run", stand_in)
     monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
+    monkeypatch.setattr(orphans, "remove", lambda: [])  # tests/unit/host/cluster/test_orphans.py
     report = tmp_path / "verdict.xml"
     with pytest.raises(SystemExit) as ended:
         if entry == "run":

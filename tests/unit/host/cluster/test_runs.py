@@ -1,6 +1,7 @@
 """A run's own Compose project and folder (tfcluster/cluster/runs.py): claimed while it runs, the
 next free one when another run holds the default, refused when the one asked for is taken."""
 
+import os
 import subprocess
 import sys
 
@@ -91,3 +92,17 @@ def test_a_slot_is_held_only_while_a_run_holds_its_lock(tmp_path):
     assert runs.held(tmp_path, "mine")
     claim.release()
     assert not runs.held(tmp_path, "mine")
+
+
+def test_the_lock_file_says_who_claimed_the_slot_when_and_once_it_ended_when_it_ended(tmp_path):
+    lock = tmp_path / ".tfcluster/runs/mine/lock"
+    claim = runs.claim(tmp_path, "mine", given=True, foreign=nobody_elses)
+    began = runs.record_of(lock)
+    assert set(began) == {"pid", "since"} and began["pid"] == os.getpid()
+    claim.release()
+    ended = runs.record_of(lock)
+    assert ended["since"] == began["since"] and ended["ended"] >= began["since"]
+    # A file of an earlier version (the pid alone), or none, says nothing.
+    lock.write_text("4242\n")
+    assert runs.record_of(lock) == {}
+    assert runs.record_of(tmp_path / "nowhere") == {}

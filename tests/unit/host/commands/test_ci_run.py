@@ -30,7 +30,7 @@ def test_each_variable_becomes_its_option_and_empty_ones_none():
 
 def test_the_runs_status_is_the_steps_and_its_output(monkeypatch, tmp_path):
     output = tmp_path / "github-output"
-    monkeypatch.setattr(ci_run.run, "main", lambda _argv, _environ: 7)
+    monkeypatch.setattr(ci_run.run, "main", lambda _argv, _environ, first: 7)
     assert ci_run.main([], environ={"GITHUB_OUTPUT": str(output)}) == 7
     assert output.read_text() == "status=7\n"
 

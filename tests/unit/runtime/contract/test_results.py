@@ -211,6 +211,22 @@ def test_a_full_results_volume_stops_the_run_at_once_naming_the_volume_and_loses
     assert recorded_exit_code(WorkerFiles(tmp_path, "worker-0")) == ExitCode.VOLUME_FULL
 
 
+def test_a_volume_full_before_the_launcher_starts_is_named_as_full_and_nothing_trains(tmp_path, launch):
+    # A keeper's restart after a chatty run: the very first status write finds no room (/dev/full
+    # answers ENOSPC, as a full tmpfs does). Before, a traceback.
+    os.symlink("/dev/full", tmp_path / "worker-0.status.tmp")
+    launcher = launch(tmp_path, [sys.executable, "-c", "print('trained', flush=True)"])
+    stdout, stderr = launcher.communicate(timeout=60)
+    assert launcher.returncode == ExitCode.VOLUME_FULL, stderr
+    assert "Traceback" not in stdout + stderr and "trained" not in stdout
+    [line] = stderr.splitlines()
+    assert line.startswith(f"launcher | worker-0: the results volume {tmp_path} is full (")
+    assert line.endswith(
+        ", TF_RESULTS_SIZE) before this worker started: its status and log cannot be kept there, so it does not train"
+    )
+    assert json.loads(stdout.splitlines()[-1]) == {"event": "failed", "exit_code": ExitCode.VOLUME_FULL, "reason": line}
+
+
 def test_a_chief_as_tfjob_names_it_runs_and_its_program_gets_tf_config_in_that_form(tmp_path, launch):
     tf_config = '{"cluster":{"chief":["chief-0:12345"]},"task":{"type":"chief","index":0}}'
     program = "import os; print('TF_CONFIG=' + os.environ['TF_CONFIG'])"

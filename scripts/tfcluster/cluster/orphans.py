@@ -1,0 +1,100 @@
+"""Clusters whose run was killed outright, found and removed when the next CI job starts.
+
+A run that ends, however it ends (its verdict, a refusal, a signal it could handle), stops or
+takes down its cluster and marks its slot's lock file ended (tfcluster/cluster/runs.py). A run
+killed outright (SIGKILL: a runner that died or was replaced, a cancellation whose budget ran out)
+cannot: its cluster trains on, sharing the CPUs with the next job, and nothing would remove it.
+The kernel has released its lock; its lock file still says when the run began, never that it ended.
+
+So an orphan is a Compose project whose containers name a working folder in which that project's
+lock file is (on this machine), not held by any process, saying its run began and never ended,
+and whose every container was made after the run began. Nothing else is touched: a live run's
+cluster (its lock is held), a warm cluster, one brought up by hand or by an earlier version (no
+such record), another machine's (no such folder here). The lock is held while its cluster is
+removed, so no run can claim the name meanwhile, and marked ended after.
+"""
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tfcluster.cluster import runs
+from tfcluster.report.evidence import engine_time
+
+PROJECT_LABEL = "com.docker.compose.project"
+FOLDER_LABEL = "com.docker.compose.project.working_dir"
+
+
+@dataclass(frozen=True)
+class Orphan:
+    project: str
+    folder: str  # The checkout (or harness copy) the run was started from.
+    pid: int | None  # The run's process, as its lock recorded it; gone.
+    since: float  # When the run claimed the name.
+    containers: tuple[str, ...]
+
+    def describe(self) -> str:
+        return (
+            f"the Compose project {self.project} of a run that was killed (pid {self.pid}, started "
+            f"{time.strftime('%H:%M:%S', time.localtime(self.since))}, from {self.folder}): "
+            f"{len(self.containers)} container(s), its network and volumes"
+        )
+
+
+def remove() -> list[Orphan]:
+    """Every orphan on this engine, removed; what was removed."""
+    removed = []
+    for project, folder, containers in _projects():
+        path = Path(folder) / runs.folder_of(project) / runs.LOCK
+        if not path.is_file():
+            continue
+        lock = runs.hold(path)
+        if lock is None:  # A live run's.
+            continue
+        try:
+            record = runs.record_of(path)  # Read once held: a run may have ended meanwhile.
+            since = record.get("since")
+            if not isinstance(since, (int, float)) or "ended" in record:
+                continue
+            if any(created is None or created < since for created in containers.values()):
+                continue  # Not all its own: made before it began.
+            _remove_project(project, list(containers))
+            runs.mark(lock, {**record, "ended": round(time.time(), 3), "removed": "orphaned"})
+            removed.append(Orphan(project, folder, record.get("pid"), since, tuple(containers)))
+        finally:
+            lock.close()
+    return removed
+
+
+def _projects() -> list[tuple[str, str, dict[str, float | None]]]:
+    """Each Compose project on the engine, with its working folder and its containers' creation times."""
+    listed = _docker("ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={PROJECT_LABEL}")
+    ids = listed.stdout.split() if listed.returncode == 0 else []
+    if not ids:
+        return []
+    try:
+        found = json.loads(_docker("inspect", *ids).stdout or "[]")
+    except ValueError:
+        return []
+    projects: dict[tuple[str, str], dict[str, float | None]] = {}
+    for entry in found:
+        labels = entry.get("Config", {}).get("Labels") or {}
+        key = (labels.get(PROJECT_LABEL, ""), labels.get(FOLDER_LABEL, ""))
+        if all(key):
+            projects.setdefault(key, {})[entry["Id"]] = engine_time(entry.get("Created", ""))
+    return [(project, folder, containers) for (project, folder), containers in sorted(projects.items())]
+
+
+def _remove_project(project: str, containers: list[str]) -> None:
+    """Its containers (killed: nothing of theirs is wanted), then its networks and volumes."""
+    _docker("rm", "--force", "--volumes", *containers)
+    for kind in ("network", "volume"):
+        listed = _docker(kind, "ls", "--quiet", "--filter", f"label={PROJECT_LABEL}={project}")
+        if listed.stdout.split():
+            _docker(kind, "rm", *listed.stdout.split())
+
+
+def _docker(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", *arguments], capture_output=True, text=True, timeout=120, check=False)
