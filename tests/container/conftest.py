@@ -164,6 +164,17 @@ def assert_report_says_what_the_run_printed(data: dict, stdout: str) -> None:
         assert drawn == printed, (worker["name"], drawn, printed)
 
 
+def running(project: str) -> list[str]:
+    """The ids of the Compose project's running containers."""
+    listed = subprocess.run(
+        ["docker", "ps", "--quiet", "--filter", f"label=com.docker.compose.project={project}"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return listed.stdout.split()
+
+
 def override(tmp_path, services: dict[str, dict[str, str]], name="override.yaml") -> str:
     """A Compose override giving each named service extra environment variables."""
     lines = ["services:"]

@@ -15,6 +15,7 @@ from tfcluster.cluster import runs
 from tfcluster.cluster.compose import unique_name
 
 from tests.conftest import ROOT
+from tests.container.conftest import running
 
 # How long a cancelled run may take to be gone, its containers included: the launchers stop within
 # TF_STOP_GRACE + 2 s (4 s), Compose's stop and down take a few more.
@@ -68,16 +69,6 @@ def kill_tree(process: subprocess.Popen) -> None:
     """SIGKILL to the step and every process under it (its session), as a runner ends a job."""
     subprocess.run(["pkill", "-KILL", "--session", str(process.pid)], check=False)
     process.wait(timeout=30)
-
-
-def running(project: str) -> list[str]:
-    listed = subprocess.run(
-        ["docker", "ps", "--quiet", "--filter", f"label=com.docker.compose.project={project}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return listed.stdout.split()
 
 
 class Output:

@@ -18,6 +18,7 @@ from tfcluster import Cluster
 from tfcluster.cluster.compose import unique_name
 
 from tests.conftest import ROOT
+from tests.container.conftest import running
 
 pytestmark = [pytest.mark.container, pytest.mark.usefixtures("docker")]
 
@@ -39,16 +40,6 @@ def final_states(run) -> dict[str, list]:
 
 def figures(run) -> dict:
     return {key: value for key, value in run.workers["worker-0"].metrics.items() if key != "worker"}
-
-
-def running(project: str) -> list[str]:
-    listed = subprocess.run(
-        ["docker", "ps", "-q", "--filter", f"label=com.docker.compose.project={project}"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return listed.stdout.split()
 
 
 def leftovers(project: str) -> list[str]:

@@ -245,40 +245,65 @@ def _execute(plan: Plan, environ: Mapping[str, str]) -> Run:
     execution = Execution(plan, {**environ, **plan.environment()})
     steps = plan.steps
     # Whatever the end, a CI report must fail whenever the run does, and a signal (Ctrl-C, a
-    # cancelled CI job's SIGTERM) stops the cluster: tfcluster/cluster/cancel.py.
+    # cancelled CI job's SIGTERM, a SIGHUP) stops the cluster: tfcluster/cluster/cancel.py. One
+    # watch from the first step to the last clean-up, so that no signal falls between the two.
     cancelled = None
-    try:
-        with cancel.raising():
+    with cancel.Watch() as signals:
+        try:
             for step in (step for step in steps if not getattr(step, "always", False)):
                 status = step.run(execution)
                 if status is not None:
                     execution.status = status
                     break
-    except cancel.Cancelled as signalled:
-        cancelled = signalled
-        execution.status = signalled.status
-    except KeyboardInterrupt:  # SIGINT where no handler of the run's was set (another thread's, say).
-        cancelled = cancel.Cancelled(signal.SIGINT)
-        execution.status = cancelled.status
-    except SystemExit as exit:
-        execution.status = exit.code if isinstance(exit.code, int) else 1
-        raise
-    finally:
-        with cancel.shielded():
-            if cancelled is not None:
-                say(f"received {cancelled.name}: stopping the cluster")
-                if execution.ran and not plan.warm:
-                    execution.quiet(*CANCEL_STOP)
-            for step in (step for step in steps if getattr(step, "always", False)):
-                step.run(execution)
-            if cancelled is not None and execution.ran and not plan.warm:
-                execution.quiet(*DOWN)
+        except cancel.Cancelled as signalled:
+            cancelled = signalled
+            execution.status = signalled.status
+        except KeyboardInterrupt:  # SIGINT where no handler of the run's was set (another thread's, say).
+            cancelled = cancel.Cancelled(signal.SIGINT)
+            execution.status = cancelled.status
+        except SystemExit as exit:
+            execution.status = exit.code if isinstance(exit.code, int) else 1
+            raise
+        finally:
+            signals.shield()
+            _clean_up(execution, cancelled)
+        if cancelled is None and signals.late is not None:
+            cancelled = _cancelled_late(execution, signals.late)
     if cancelled is not None:
         # As the signal itself would have ended the process: Python's own 130 for Ctrl-C.
         if cancelled.signal_number == signal.SIGINT:
             raise KeyboardInterrupt
         raise cancelled
     return Run(execution.exit_status, execution.ran, execution.verdict, execution.logs, plan.name, execution.report)
+
+
+def _clean_up(execution: Execution, cancelled: cancel.Cancelled | None) -> None:
+    """After the steps, however they ended: a cancelled run's cluster stopped, the steps marked
+    `always` (the verdict read back, the report), then its cluster taken down."""
+    plan = execution.plan
+    if cancelled is not None:
+        say(f"received {cancelled.name}: stopping the cluster")
+        if execution.ran and not plan.warm:
+            execution.quiet(*CANCEL_STOP)
+    for step in (step for step in plan.steps if getattr(step, "always", False)):
+        step.run(execution)
+    if cancelled is not None and execution.ran and not plan.warm:
+        execution.quiet(*DOWN)
+
+
+def _cancelled_late(execution: Execution, signal_number: int) -> cancel.Cancelled:
+    """A signal while a finished run's verdict was read back: the run ends as cancelled all the
+    same (a cancelled CI job's step must not pass), its cluster taken down, its report failing."""
+    cancelled = cancel.Cancelled(signal_number)
+    plan = execution.plan
+    say(f"received {cancelled.name} as the run ended: its verdict stands in the report, the run fails")
+    execution.status = cancelled.status
+    with cancel.shielded():
+        if execution.ran and not plan.warm:
+            execution.quiet(*DOWN)
+        if plan.junit:
+            junit.write(Path(plan.junit), status=cancelled.status, record=execution.verdict, ran=execution.ran)
+    return cancelled
 
 
 def say(line: str) -> None:

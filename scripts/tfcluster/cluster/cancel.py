@@ -47,19 +47,35 @@ def _raise(signal_number, _frame):
     raise Cancelled(signal_number)
 
 
-@contextlib.contextmanager
-def raising() -> Iterator[None]:
-    """Each of SIGNALS raises Cancelled in the main thread while this lasts. From another thread
-    nothing changes (only the main thread gets signals, and may set their handlers)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {number: signal.signal(number, _raise) for number in SIGNALS}
-    try:
-        yield
-    finally:
-        for number, handler in previous.items():
+class Watch:
+    """SIGNALS handled for a whole run, from its first step to the end of its clean-up, with no
+    moment between the two where one would be lost or end the process unhandled: until `shield()`
+    (or the first signal), a signal raises Cancelled in the main thread; after, it is noted in
+    `late` and the clean-up goes on, each step of it bounded. From another thread nothing changes."""
+
+    def __init__(self):
+        self.raising = True
+        self.late: int | None = None
+        self._previous: dict = {}
+
+    def __enter__(self) -> "Watch":
+        if threading.current_thread() is threading.main_thread():
+            self._previous = {number: signal.signal(number, self._handle) for number in SIGNALS}
+        return self
+
+    def __exit__(self, *_exception) -> None:
+        for number, handler in self._previous.items():
             signal.signal(number, handler)
+
+    def shield(self) -> None:
+        self.raising = False
+
+    def _handle(self, signal_number, _frame):
+        if self.raising:
+            self.raising = False  # Once: what follows is the clean-up.
+            raise Cancelled(signal_number)
+        if self.late is None:
+            self.late = signal_number
 
 
 @contextlib.contextmanager

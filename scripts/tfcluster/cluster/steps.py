@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tfcluster import paths, report
 from tfcluster.ci import hostpaths
-from tfcluster.cluster import build, cancel, composefiles, verdict, warm
+from tfcluster.cluster import build, cancel, composefiles, runs, verdict, warm
 from tfcluster.cluster.compose import VERDICT_SERVICE, ComposeProject, exit_status
 from tfcluster.project.layout import DEFAULT_IMAGE
 from trainer.contract.exitcodes import ExitCode
@@ -183,6 +183,27 @@ class CheckMounts:
 
 
 @dataclass(frozen=True)
+class CheckName:
+    """Again, just before `down`: that no other checkout's containers have taken the run's Compose
+    project name since the run claimed it (tfcluster/cluster/runs.py), its set-up may have taken
+    minutes; `down` would remove them, and `up` mix the two clusters."""
+
+    def lines(self, plan, _environ) -> list[str]:
+        return [f"docker ps --all --filter label=com.docker.compose.project={plan.name} (no other checkout's, again)"]
+
+    def run(self, execution: Execution) -> int | None:
+        name = execution.plan.name
+        others = runs.foreign_checkouts(name, execution.root)
+        if not others:
+            return None
+        say(
+            f"the Compose project {name!r} has had containers of another checkout ({others[0]}) since this run "
+            "claimed it: this run stops here and leaves them; give it another name (--name)"
+        )
+        return ExitCode.CONFIG_ERROR
+
+
+@dataclass(frozen=True)
 class Compose:
     """One Compose command, its output left aside: `down` so that the run starts clean, `stop` for a
     worker that outlives the verdict."""
@@ -336,7 +357,7 @@ def of(plan) -> list:
         steps.append(CheckMounts(sources))
     if plan.warm:
         return [*steps, WarmRun(), ReadVerdict(plan.junit), Report(plan.junit, plan.report)]
-    steps.append(Compose(DOWN))
+    steps += [CheckName(), Compose(DOWN)]
     if plan.bakes:
         steps.append(RemoveSuperseded())
     steps += [Up(), Compose(STOP)]

@@ -115,35 +115,32 @@ def main(argv: list[str]) -> int:
         result = warm.measure(
             arguments.runs, arguments.in_a_row, first_run=arguments.first_run, comparisons=arguments.comparisons
         )
-        (DOCS / "warm-benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
-        text = warm.table(result)
-        (DOCS / "warm-benchmark.md").write_text("# Warm workers against cold runs and the bare processes\n\n" + text)
-        print(text)
-        return 0
+        return _written(
+            "warm-benchmark", "Warm workers against cold runs and the bare processes", warm.table(result), result
+        )
     if arguments.report:
         result = pages.measure(arguments.runs)
-        (DOCS / "report-benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
-        text = pages.table(result)
-        (DOCS / "report-benchmark.md").write_text("# What the run's report costs a run\n\n" + text)
-        print(text)
-        return 0
+        return _written("report-benchmark", "What the run's report costs a run", pages.table(result), result)
     if arguments.network:
         text = network.network_table(arguments.runs, arguments.steps)
-        (DOCS / "network-benchmark.md").write_text("# Training under each network profile\n\n" + text)
-        print(text)
-        return 0
+        return _written("network-benchmark", "Training under each network profile", text)
     if arguments.observer:
         observed = observer.measure(arguments.runs)
-        (DOCS / "observer-benchmark.json").write_text(json.dumps(observed, indent=2) + "\n")
-        text = observer_report.table(observed)
-        (DOCS / "observer-benchmark.md").write_text("# The observer's cost\n\n" + text)
-        print(text)
-        return 0
+        return _written("observer-benchmark", "The observer's cost", observer_report.table(observed), observed)
     result = measure.measure(arguments.runs)
     (DOCS / "benchmark.json").write_text(json.dumps(result, indent=2) + "\n")
     text = report.table(result)
     (DOCS / "benchmark.md").write_text("# Benchmark\n\n" + text)
     report.chart(result, DOCS / "benchmark.png")
+    print(text)
+    return 0
+
+
+def _written(name: str, title: str, text: str, result: dict | None = None) -> int:
+    """docs/NAME.md (and NAME.json, with the figures to compare runs by), and the table printed."""
+    if result is not None:
+        (DOCS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
+    (DOCS / f"{name}.md").write_text(f"# {title}\n\n" + text)
     print(text)
     return 0
 

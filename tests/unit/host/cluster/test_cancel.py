@@ -27,7 +27,7 @@ def test_a_signal_ends_the_wait_and_the_child_is_passed_sigterm(tmp_path):
     script = f"trap 'echo TERM > {said}; exit 0' TERM; sleep 60 & wait"
     signal_soon(signal.SIGTERM)
     started = time.monotonic()
-    with pytest.raises(cancel.Cancelled) as cancelled, cancel.raising():
+    with pytest.raises(cancel.Cancelled) as cancelled, cancel.Watch():
         cancel.run(["sh", "-c", script], grace=10)
     assert cancelled.value.status == 143 and cancelled.value.code == 143
     assert said.read_text() == "TERM\n"
@@ -40,7 +40,7 @@ def test_a_signal_ends_the_wait_and_the_child_is_passed_sigterm(tmp_path):
 def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
     signal_soon(signal.SIGINT)
     started = time.monotonic()
-    with pytest.raises(cancel.Cancelled) as cancelled, cancel.raising():
+    with pytest.raises(cancel.Cancelled) as cancelled, cancel.Watch():
         cancel.run(["sh", "-c", "trap '' TERM; sleep 60"], grace=0.5)
     assert cancelled.value.status == 130
     assert 0.5 <= time.monotonic() - started < 5
@@ -48,7 +48,7 @@ def test_a_child_that_ignores_sigterm_is_killed_after_the_grace(tmp_path):
 
 def test_outside_a_signal_the_child_runs_to_its_end_and_the_handlers_are_restored():
     before = signal.getsignal(signal.SIGTERM)
-    with cancel.raising():
+    with cancel.Watch():
         assert cancel.run(["sh", "-c", "exit 3"]).returncode == 3
     assert signal.getsignal(signal.SIGTERM) is before
 
@@ -94,3 +94,54 @@ def test_a_run_cancelled_while_its_cluster_trains_stops_it_tears_it_down_and_fai
     suite = ElementTree.fromstring(report.read_text())
     assert suite.get("failures") == "1"
     assert "143" in report.read_text()
+
+
+class LateCluster(Cluster):
+    """A run that trains to its verdict, then is signalled while its verdict is read back."""
+
+    def __init__(self, signal_number: int):
+        super().__init__()
+        self.signal_number = signal_number
+
+    def __call__(self, command, **options):
+        if "logs" in command:
+            self.commands.append(tuple(command))
+            os.kill(os.getpid(), self.signal_number)  # Noted: the read-back goes on.
+            return subprocess.CompletedProcess(command, 0, stdout="", stderr="")
+        if "up" in command:
+            self.commands.append(tuple(command))
+            return subprocess.CompletedProcess(command, 0)
+        return super().__call__(command, **options)
+
+
+@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_while_a_finished_runs_verdict_is_read_back_still_ends_it_as_cancelled(
+    signal_number, recorded, monkeypatch, tmp_path
+):
+    # Before, noted and dropped: the cancelled job's step ended with the verdict's status.
+    stand_in = LateCluster(signal_number)
+    recorded([], codes={})
+    monkeypatch.setattr(subprocess, "run", stand_in)
+    monkeypatch.setattr(cancel, "run", stand_in)
+    monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
+    report = tmp_path / "verdict.xml"
+    with pytest.raises(SystemExit) as ended:
+        run.main(["--junit", str(report)], environ={"PATH": os.environ["PATH"]})
+    assert ended.value.code == 128 + signal_number
+    verbs = [command[2] for command in stand_in.commands if command[0] == "docker"]
+    # The run as usual (down, up, its stop, the read-back), then its cluster taken down.
+    assert verbs == ["down", "up", "stop", "logs", "down"]
+    suite = ElementTree.fromstring(report.read_text())
+    assert suite.get("failures") == "1" and str(128 + signal_number) in report.read_text()
+
+
+def test_the_watch_raises_once_then_notes_and_gives_the_handlers_back():
+    before = signal.getsignal(signal.SIGHUP)
+    with cancel.Watch() as signals:
+        with pytest.raises(cancel.Cancelled) as raised:
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(5)
+        assert raised.value.status == 129
+        os.kill(os.getpid(), signal.SIGTERM)  # The clean-up's: noted, not raised.
+        assert signals.late == signal.SIGTERM
+    assert signal.getsignal(signal.SIGHUP) is before

@@ -185,7 +185,7 @@ def test_a_step_added_to_the_plan_is_both_printed_by_the_dry_run_and_run(docker,
     assert commands.splitlines()[:3] == [
         "  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image",
         "  echo marker",
-        "  docker compose down --volumes --remove-orphans --timeout 1",
+        "  docker ps --all --filter label=com.docker.compose.project=tfcluster (no other checkout's, again)",
     ]
     assert recorded.commands == []  # The dry run calls nothing.
     Cluster(environ={}).run()

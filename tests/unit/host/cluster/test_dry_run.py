@@ -47,6 +47,7 @@ def test_the_dry_run_of_the_default_cluster(sandbox):
     # Exactly the commands of a real run, in order.
     assert (
         "  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image\n"
+        "  docker ps --all --filter label=com.docker.compose.project=tfcluster (no other checkout's, again)\n"
         "  docker compose down --volumes --remove-orphans --timeout 1\n"
         "  docker compose up --remove-orphans --attach-dependencies --exit-code-from verifier verifier\n"
         "  docker compose stop --timeout 5\n"

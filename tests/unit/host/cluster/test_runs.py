@@ -4,9 +4,10 @@ next free one when another run holds the default, refused when the one asked for
 import os
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
-from tfcluster.cluster import runs
+from tfcluster.cluster import runs, steps
 from tfcluster.errors import Refusal
 
 
@@ -106,3 +107,18 @@ def test_the_lock_file_says_who_claimed_the_slot_when_and_once_it_ended_when_it_
     lock.write_text("4242\n")
     assert runs.record_of(lock) == {}
     assert runs.record_of(tmp_path / "nowhere") == {}
+
+
+def test_a_name_another_checkouts_containers_took_after_the_claim_stops_the_run_before_down(
+    recorded, monkeypatch, capsys
+):
+    # Free when claimed (the set-up then runs, for minutes maybe); another checkout's by `down`.
+    monkeypatch.setattr(steps, "runs", SimpleNamespace(foreign_checkouts=lambda _name, _root: ["/home/someone/other"]))
+    status, recorder = recorded([])
+    assert status == 2
+    verbs = [command[2] for command, _options in recorder.commands if command[0] == "docker"]
+    assert "down" not in verbs and "up" not in verbs, verbs  # Theirs are left as they are.
+    assert (
+        "run: the Compose project 'tfcluster' has had containers of another checkout (/home/someone/other) since "
+        "this run claimed it: this run stops here and leaves them; give it another name (--name)\n"
+    ) in capsys.readouterr().err
