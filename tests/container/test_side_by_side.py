@@ -11,6 +11,7 @@ import time
 from xml.etree import ElementTree
 
 import pytest
+import yaml
 from tfcluster.cluster import runs
 from tfcluster.cluster.compose import unique_name
 
@@ -231,6 +232,54 @@ def test_a_ci_step_killed_outright_leaves_a_cluster_the_next_job_removes_and_nev
     assert re.search(
         r"verdict: PASS: 2 of 2 workers agree: replicas=2 .*weights identical at 40 points", live_output.text()
     )
+
+
+def action_project_name(**variables: str) -> str:
+    """The Compose project action.yml's first step names a job's cluster, from the runner's variables."""
+    step = yaml.safe_load((ROOT / "action.yml").read_text())["runs"]["steps"][0]["run"]
+    named = subprocess.run(
+        ["bash", "-c", step.replace("$GITHUB_OUTPUT", "/dev/stdout")],
+        env={"PATH": os.environ["PATH"], **variables},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return named.stdout.strip().removeprefix("project=")
+
+
+@pytest.mark.timeout(600)
+def test_two_legs_of_a_matrix_at_once_on_one_engine_each_get_their_own_cluster_and_verdict(tmp_path):
+    # One workflow run, one job, two matrix legs (epochs 3 and 5: the built-in trainer's check wants 3
+    # at least) on two runners of one host.
+    job = {"GITHUB_RUN_ID": unique_name("run"), "GITHUB_RUN_ATTEMPT": "1", "GITHUB_JOB": "train"}
+    legs = {epochs: action_project_name(**job, RUNNER_NAME=f"host-runner-{epochs}") for epochs in ("3", "5")}
+    assert len(set(legs.values())) == 2, legs
+    processes, outputs = {}, {}
+    try:
+        for epochs, project in legs.items():
+            environment = {
+                "COMPOSE_PROJECT_NAME": project,
+                "TRAIN_EPOCHS": epochs,
+                "TFCLUSTER_CI_JUNIT": str(tmp_path / f"{epochs}.xml"),
+            }
+            processes[epochs] = start([], environment, command="ci-run")
+            outputs[epochs] = Output(processes[epochs])
+        statuses = {epochs: process.wait(timeout=500) for epochs, process in processes.items()}
+    finally:
+        for epochs, process in processes.items():
+            if process.poll() is None:
+                kill_tree(process)
+            down(legs[epochs])
+            runs.remove_folder(ROOT, legs[epochs])
+    assert statuses == {"3": 0, "5": 0}, {epochs: output.text()[-3000:] for epochs, output in outputs.items()}
+    for epochs in legs:
+        # Each ran as its own project, and its verdict is its own leg's: 3 or 5 points compared.
+        assert "another run is using the Compose project" not in outputs[epochs].text()
+        suite = ElementTree.parse(tmp_path / f"{epochs}.xml").getroot()
+        assert suite.get("failures") == "0", ElementTree.tostring(suite, encoding="unicode")
+        assert re.search(
+            rf"verdict: PASS: 2 of 2 workers agree: .*weights identical at {epochs} points", outputs[epochs].text()
+        )
 
 
 def test_a_project_folder_of_mode_0700_is_refused_on_the_host_in_one_line(base_name):

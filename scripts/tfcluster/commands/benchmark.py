@@ -18,7 +18,7 @@ import sys
 
 # Each of these imports only the standard library at its top (report.chart imports matplotlib
 # when it draws), so that --help runs under the host's python3, before .venv-bench exists.
-from tfcluster.benchmark import measure, network, observer, observer_report, pages, report, warm
+from tfcluster.benchmark import cancelling, measure, network, observer, observer_report, pages, report, warm
 from tfcluster.paths import ROOT
 
 DOCS = ROOT / "docs"
@@ -29,6 +29,7 @@ writes:
   docs/observer-benchmark.md, docs/observer-benchmark.json      (with --observer)
   docs/warm-benchmark.md, docs/warm-benchmark.json              (with --warm)
   docs/report-benchmark.md, docs/report-benchmark.json          (with --report)
+  docs/cancel-benchmark.md, docs/cancel-benchmark.json          (with --cancel)
 
 examples:
   scripts/benchmark                          # every case, 5 runs each (about 10 minutes)
@@ -37,6 +38,7 @@ examples:
   scripts/benchmark --observer --runs 8      # the observer's cost: 8 pairs with it and without
   scripts/benchmark --warm --first-run       # warm, cold and bare, 3 times over; 20 warm runs; a fresh first run
   scripts/benchmark --report                 # the run report's cost: 5 real runs, its step timed after each
+  scripts/benchmark --cancel --runs 3        # a cancelled CI step: SIGINT, SIGTERM, SIGHUP, SIGKILL, 3 rounds
 
 exit status:
   0    ok: measured, and the figures written
@@ -44,6 +46,23 @@ exit status:
   2    config error: a bad argument, named in one line before anything is set up; or
        scripts/setup could not proceed (Docker missing or not running)
   any other: set-up failed, and said why"""
+
+
+# The options that measure one thing alone, with what they measure.
+ONLY = (
+    ("--network", "training time under each network profile, against lan"),
+    (
+        "--observer",
+        "the observer's cost: training programs with it against without, in pairs; its own timer on the examples",
+    ),
+    ("--report", "the run report's cost: --runs real runs, the report's step timed after each"),
+    (
+        "--cancel",
+        "a cancelled CI step: --runs rounds of scripts/ci-run signalled mid-training (SIGINT, SIGTERM, SIGHUP, "
+        "SIGKILL and the next job's removal), each timed to nothing left",
+    ),
+)
+WARM = "warm, cold and bare side by side, then warm runs in a row"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -60,30 +79,12 @@ def parser() -> argparse.ArgumentParser:
         formatter_class=lambda prog: argparse.RawDescriptionHelpFormatter(prog, width=100, max_help_position=24),
     )
     result.add_argument("--runs", type=int, default=5, metavar="N", help="runs of each timed case (default: 5)")
-    result.add_argument(
-        "--network",
-        action="store_true",
-        help="only training time under each network profile, against lan (default: off)",
-    )
-    result.add_argument(
-        "--observer",
-        action="store_true",
-        help="only the observer's cost: training programs with it against without, in pairs; its own "
-        "timer on the examples (default: off)",
-    )
-    result.add_argument(
-        "--report",
-        action="store_true",
-        help="only the run report's cost: --runs real runs, the report's step timed after each (default: off)",
-    )
+    for flag, what in ONLY:
+        result.add_argument(flag, action="store_true", help=f"only {what} (default: off)")
     result.add_argument(
         "--steps", type=int, default=50, metavar="N", help="with --network: steps an epoch (default: 50)"
     )
-    result.add_argument(
-        "--warm",
-        action="store_true",
-        help="only warm, cold and bare side by side, then warm runs in a row (default: off)",
-    )
+    result.add_argument("--warm", action="store_true", help=f"only {WARM} (default: off)")
     result.add_argument(
         "--comparisons",
         type=int,
@@ -121,6 +122,9 @@ def main(argv: list[str]) -> int:
     if arguments.report:
         result = pages.measure(arguments.runs)
         return _written("report-benchmark", "What the run's report costs a run", pages.table(result), result)
+    if arguments.cancel:
+        result = cancelling.measure(arguments.runs)
+        return _written("cancel-benchmark", "A cancelled CI step, to nothing left", cancelling.table(result), result)
     if arguments.network:
         text = network.network_table(arguments.runs, arguments.steps)
         return _written("network-benchmark", "Training under each network profile", text)
@@ -137,7 +141,7 @@ def main(argv: list[str]) -> int:
 
 
 def _written(name: str, title: str, text: str, result: dict | None = None) -> int:
-    """docs/NAME.md (and NAME.json, with the figures to compare runs by), and the table printed."""
+    """The page `name`.md in docs/ (and `name`.json, the figures to compare runs by), and the table printed."""
     if result is not None:
         (DOCS / f"{name}.json").write_text(json.dumps(result, indent=2) + "\n")
     (DOCS / f"{name}.md").write_text(f"# {title}\n\n" + text)

@@ -106,6 +106,8 @@ def _on_record(record: dict, when: float, marks: list, epochs: list, states: lis
         session["strategy"] = when  # The program made its strategy: TensorFlow imported, the cluster joined.
     elif event == "observed" and record.get("kind") == "state":
         state = {key: record.get(key) for key in ("point", "index", "step")} | {"t": when}
+        if isinstance(record.get("variables"), list):
+            state["variables"] = len(record["variables"])  # How many it fingerprinted there, for the table.
         states.append(state)
         if record.get("point") == "epoch" and record.get("logs"):
             epochs.append({"epoch": record.get("index"), "step": record.get("step"), "t": when, **record["logs"]})

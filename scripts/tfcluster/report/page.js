@@ -170,12 +170,29 @@
     if (verdict.straggler) note(holder, verdict.straggler);
   }
 
+  // Each point the observer recorded a model state at, with how many variables each worker's held.
+  function statesTable(holder, differing) {
+    const points = [];
+    run.workers.forEach((w) => w.states.forEach((s) => {
+      const key = `${s.point} ${s.index}`;
+      let row = points.find((p) => p.key === key);
+      if (!row) { row = { key, point: s.point, index: s.index, step: s.step, counts: {} }; points.push(row); }
+      row.counts[w.name] = s.variables;
+    }));
+    if (!points.length) return;
+    holder.append(element("h3", "Model states recorded, by point"));
+    const first = (p) => differing && p.point === differing.point && p.index === differing.index;
+    table(holder, ["point", "step", ...run.workers.map((w) => `${w.name} variables`), "compared"],
+      points.map((p) => [p.key, p.step, ...run.workers.map((w) => p.counts[w.name]), first(p) ? "first differs here" : (verdict.passed ? "identical" : "")]));
+  }
+
   function proofs() {
     const holder = document.getElementById("proofs");
     const sync = verdict.synchronization || {};
     const data = verdict.data || {};
     const lines = (title, list) => { if (list && list.length) { holder.append(element("h3", title)); holder.append(element("pre", list.join("\n"))); } };
     lines("Model state", (sync.differences || []).length ? sync.differences : sync.proven);
+    statesTable(holder, sync.first_differing);
     lines("Data", data.problems && data.problems.length ? data.problems : (data.proven ? [data.proven] : []));
     lines("Metrics that differ", verdict.differences);
     lines("Network", verdict.network);

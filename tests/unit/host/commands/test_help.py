@@ -94,6 +94,7 @@ def test_scripts_benchmark_accepts_every_option_of_the_benchmark_command(sandbox
         "--network",
         "--observer",
         "--report",
+        "--cancel",
         "--steps",
         "--warm",
         "--comparisons",

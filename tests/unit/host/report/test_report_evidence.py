@@ -45,7 +45,7 @@ def test_a_workers_run_is_start_up_rendezvous_import_then_training_with_its_epoc
         (3.0, "train | epoch:   1/2   | step:      4 | loss: 0.6000 | accuracy: 0.5000"),
         observed(3.1, point="epoch", index=1, step=4),
         (4.0, "checkpoint | step 8 written"),
-        observed(4.2, point="end", index=1, step=8),
+        observed(4.2, point="end", index=1, step=8, variables=[["kernel", "trainable"], ["bias", "trainable"]]),
         (5.0, '{"event": "final", "worker": 1}'),
         (5.5, "launcher | worker-1:12345: training program used 3.5s"),
     )
@@ -58,6 +58,7 @@ def test_a_workers_run_is_start_up_rendezvous_import_then_training_with_its_epoc
     ]
     assert [(e["epoch"], e["step"], e["loss"], e["accuracy"]) for e in found["epochs"]] == [(1, 4, 0.6, 0.5)]
     assert [(s["point"], s["step"], since(s["t"])) for s in found["states"]] == [("epoch", 4, 3.1), ("end", 8, 4.2)]
+    assert [s.get("variables") for s in found["states"]] == [None, 2]  # How many were fingerprinted there.
     assert [(m["kind"], m["label"]) for m in found["marks"]] == [
         ("epoch", "epoch 1"),
         ("checkpoint", "step 8 written"),
