@@ -125,7 +125,7 @@ def held(root: Path, slot: str) -> bool:
 
 
 def remove_folder(root: Path, slot: str) -> bool:
-    """The slot's folder removed, unless a live run holds it; whether it is gone."""
+    """The slot's folder emptied of all but its lock, unless a live run holds it; whether it is."""
     folder = root / folder_of(slot)
     if not folder.is_dir():
         return True
@@ -133,10 +133,18 @@ def remove_folder(root: Path, slot: str) -> bool:
     if lock is None:
         return False
     try:
-        shutil.rmtree(folder, ignore_errors=True)
+        # Everything but the lock file itself: a run claiming the slot now may have opened it, and
+        # would lock a file no longer there, which the next claimer would make again.
+        for entry in folder.iterdir():
+            if entry.name == LOCK:
+                continue
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
     finally:
         lock.close()
-    return not folder.exists()
+    return [entry.name for entry in folder.iterdir()] == [LOCK]
 
 
 def hold(path: Path) -> IO[str] | None:

@@ -184,22 +184,33 @@ class CheckMounts:
 
 @dataclass(frozen=True)
 class CheckName:
-    """Again, just before `down`: that no other checkout's containers have taken the run's Compose
-    project name since the run claimed it (tfcluster/cluster/runs.py), its set-up may have taken
-    minutes; `down` would remove them, and `up` mix the two clusters."""
+    """That no other checkout's containers have taken the run's Compose project name since the run
+    claimed it (tfcluster/cluster/runs.py): again just before `down`, after a set-up that may have
+    taken minutes (`down` would remove theirs, `up` mix the two clusters), and once the cluster has
+    stopped, for the whole run (a verdict over two clusters' containers proves nothing)."""
+
+    after: bool = False
 
     def lines(self, plan, _environ) -> list[str]:
-        return [f"docker ps --all --filter label=com.docker.compose.project={plan.name} (no other checkout's, again)"]
+        when = "after the run" if self.after else "again"
+        return [f"docker ps --all --filter label=com.docker.compose.project={plan.name} (no other checkout's, {when})"]
 
     def run(self, execution: Execution) -> int | None:
         name = execution.plan.name
         others = runs.foreign_checkouts(name, execution.root)
         if not others:
             return None
-        say(
-            f"the Compose project {name!r} has had containers of another checkout ({others[0]}) since this run "
-            "claimed it: this run stops here and leaves them; give it another name (--name)"
-        )
+        if self.after:
+            say(
+                f"the Compose project {name!r} had containers of another checkout ({others[0]}) while this run "
+                "trained: its verdict may be of both clusters, so the run fails; give each its own name (--name)"
+            )
+            execution.status = ExitCode.CONFIG_ERROR
+        else:
+            say(
+                f"the Compose project {name!r} has had containers of another checkout ({others[0]}) since this "
+                "run claimed it: this run stops here and leaves them; give it another name (--name)"
+            )
         return ExitCode.CONFIG_ERROR
 
 
@@ -360,7 +371,7 @@ def of(plan) -> list:
     steps += [CheckName(), Compose(DOWN)]
     if plan.bakes:
         steps.append(RemoveSuperseded())
-    steps += [Up(), Compose(STOP)]
+    steps += [Up(), Compose(STOP), CheckName(after=True)]
     if plan.junit or plan.collects:
         steps.append(ReadVerdict(plan.junit))
     return [*steps, Report(plan.junit, plan.report)]

@@ -83,7 +83,8 @@ def test_a_slots_folder_is_removed_only_when_no_run_holds_it(tmp_path):
     assert (tmp_path / ".tfcluster/runs/mine/env").is_file()
     held.release()
     assert runs.remove_folder(tmp_path, "mine")
-    assert not (tmp_path / ".tfcluster/runs/mine").exists()
+    # All but the lock: a run claiming the slot now may have opened that very file.
+    assert [path.name for path in (tmp_path / ".tfcluster/runs/mine").iterdir()] == ["lock"]
     assert runs.remove_folder(tmp_path, "never-used")
 
 
@@ -121,4 +122,24 @@ def test_a_name_another_checkouts_containers_took_after_the_claim_stops_the_run_
     assert (
         "run: the Compose project 'tfcluster' has had containers of another checkout (/home/someone/other) since "
         "this run claimed it: this run stops here and leaves them; give it another name (--name)\n"
+    ) in capsys.readouterr().err
+
+
+def test_a_name_another_checkouts_containers_took_while_the_run_trained_fails_it_after_its_stop(
+    recorded, monkeypatch, capsys
+):
+    asked = []
+
+    def foreign(_name, _root):  # Free at the claim and before `down`; another checkout's by the end.
+        asked.append(1)
+        return ["/home/someone/other"] if len(asked) > 1 else []
+
+    monkeypatch.setattr(steps, "runs", SimpleNamespace(foreign_checkouts=foreign))
+    status, recorder = recorded([])
+    assert status == 2
+    verbs = [command[2] for command, _options in recorder.commands if command[0] == "docker"]
+    assert verbs == ["down", "up", "stop"], verbs  # Stopped as any run is, then failed.
+    assert (
+        "run: the Compose project 'tfcluster' had containers of another checkout (/home/someone/other) while this "
+        "run trained: its verdict may be of both clusters, so the run fails; give each its own name (--name)\n"
     ) in capsys.readouterr().err
