@@ -11,9 +11,13 @@ another run of this checkout holds it, or another checkout's containers carry th
 says so. A name asked for (scripts/run --name, Cluster(name=)) is taken as it is or refused,
 never changed: whoever named it may be about to use it by hand.
 
-The lock file also says, as one JSON line, which process claimed the slot, when, and (once the run
-has ended, however it ended) when it ended: a run killed outright cannot say so, and its lock,
-released by the kernel, then marks a cluster nobody will take down (tfcluster/cluster/orphans.py).
+A run also holds a record of its name on this host, outside any checkout (CLAIMS: a CI runner
+deletes the action's folder, and a job clones the harness afresh, between jobs), which says as one
+JSON line which process claimed the name, from which folder, when, and (once the run has ended,
+however it ended) when it ended. A run killed outright cannot say so, and its record, whose lock
+the kernel released, then marks a cluster nobody will take down (tfcluster/cluster/orphans.py).
+Held, it also keeps two checkouts of this host from running as one name at once. Where CLAIMS
+cannot be written (another user's, a read-only /tmp), a run goes on without one.
 """
 
 import contextlib
@@ -34,6 +38,9 @@ RUNS = ".tfcluster/runs"
 # Enough for every run a 2-core machine can hold at once, and a bound on the search.
 MOST_SLOTS = 32
 LOCK = "lock"
+# Each name's record on this host: one folder for every user and checkout (sticky, as /tmp is);
+# TFCLUSTER_CLAIMS moves it (the unit tests' runs keep theirs apart from real ones).
+CLAIMS = Path(os.environ.get("TFCLUSTER_CLAIMS") or "/tmp/tfcluster-claims")
 
 
 def folder_of(slot: str) -> str:
@@ -47,11 +54,14 @@ class Claim:
 
     slot: str
     lock: IO[str]
+    record: IO[str] | None = None  # The name's record on this host, held (None where none could be).
 
     def release(self) -> None:
-        """The run has ended: its lock file says so, then the lock is let go."""
-        with contextlib.suppress(OSError, ValueError):
-            mark(self.lock, {**record_of(Path(self.lock.name)), "ended": round(time.time(), 3)})
+        """The run has ended: its record says so, then the locks are let go."""
+        if self.record is not None:
+            with contextlib.suppress(OSError, ValueError):
+                mark(self.record, {**record_of(Path(self.record.name)), "ended": round(time.time(), 3)})
+            self.record.close()
         self.lock.close()
 
 
@@ -70,9 +80,19 @@ def foreign_checkouts(name: str, root: Path) -> list[str]:
         capture_output=True,
         text=True,
     )
-    here = os.path.realpath(root)
     found = {line.strip() for line in listed.stdout.splitlines() if line.strip()}
-    return sorted(folder for folder in found if os.path.realpath(folder) != here)
+    return sorted(folder for folder in found if not _same_folder(folder, root))
+
+
+def _same_folder(folder: str, root: Path) -> bool:
+    """Whether Compose's working folder is this root, by path or, where it is there, by the file
+    itself (a symlink, or a mount of it at another path)."""
+    if os.path.realpath(folder) == os.path.realpath(root):
+        return True
+    try:
+        return os.path.samefile(folder, root)
+    except OSError:
+        return False
 
 
 def claim(
@@ -92,10 +112,18 @@ def claim(
             held.append(slot)
             continue
         others = foreign(slot, root)
+        record = None if others else _record(slot, root)
+        if record is False:  # A live run of another checkout (or copy) on this host holds the name.
+            lock.close()
+            if given:
+                raise Refusal(
+                    f"a run from another checkout on this host is running as the Compose project {slot!r}: give "
+                    "this run another name, or wait for that one to end"
+                )
+            held.append(slot)
+            continue
         if not others:
-            with contextlib.suppress(OSError):
-                mark(lock, {"pid": os.getpid(), "since": round(time.time(), 3)})
-            return Claim(slot, lock)
+            return Claim(slot, lock, record)
         lock.close()
         if given:
             raise Refusal(
@@ -145,6 +173,30 @@ def remove_folder(root: Path, slot: str) -> bool:
     finally:
         lock.close()
     return [entry.name for entry in folder.iterdir()] == [LOCK]
+
+
+def record_path(name: str) -> Path:
+    """Where the Compose project `name`'s record is on this host."""
+    return CLAIMS / f"{name}.lock"
+
+
+def _record(name: str, root: Path) -> IO[str] | None | bool:
+    """The name's record on this host, held and written; False if a live run holds it; None if it
+    cannot be had here."""
+    try:
+        fresh = not CLAIMS.is_dir()
+        CLAIMS.mkdir(parents=True, exist_ok=True)
+        if fresh:
+            CLAIMS.chmod(0o1777)  # Every user's runs keep their records here.
+        record = hold(record_path(name))
+        if record is None:
+            return False
+        with contextlib.suppress(OSError):
+            os.chmod(record.name, 0o666)  # Another user's next job may judge it.
+        mark(record, {"pid": os.getpid(), "since": round(time.time(), 3), "root": str(root)})
+        return record
+    except OSError:
+        return None
 
 
 def hold(path: Path) -> IO[str] | None:

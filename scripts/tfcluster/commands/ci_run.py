@@ -25,8 +25,8 @@ with the options these variables give, writes the verdict as JUnit XML, and exit
 verdict's status (docs/ci.md, "In your own pipeline"). Takes no arguments: CI systems pass inputs
 as variables. SIGINT, SIGTERM or SIGHUP (a cancelled job) stops the cluster, writes a failing
 report and exits 130, 143 or 129. First it removes the clusters of earlier runs that were killed
-outright (SIGKILL, a dead runner) and left training, found by their lock files, and says so; never
-a live run's."""
+outright (SIGKILL, a dead runner) and left training, found by their records on this host
+(/tmp/tfcluster-claims), and says so; never a live run's."""
 
 EPILOG = """\
 environment:

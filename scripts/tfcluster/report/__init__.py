@@ -46,6 +46,7 @@ def write(folder: Path, out: Path | None = None) -> Path:
     """The page made from `folder`/record/, written to `out` (default `folder`/report.html)."""
     target = out or folder / PAGE
     text = page.render(data(folder))
+    target.parent.mkdir(parents=True, exist_ok=True)
     partial = target.with_name(target.name + ".partial")
     partial.write_text(text, encoding="utf-8")
     partial.replace(target)

@@ -11,6 +11,8 @@ from tfcluster.report.evidence import engine_time
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
+# Seconds for any one call: the report runs in a cancelled run's clean-up too, which is bounded.
+BOUND = 30
 
 
 def containers(project: str) -> dict[str, dict]:
@@ -19,11 +21,12 @@ def containers(project: str) -> dict[str, dict]:
         ["docker", "ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={PROJECT_LABEL}={project}"],
         capture_output=True,
         text=True,
+        timeout=BOUND,
     )
     ids = listed.stdout.split()
     if listed.returncode != 0 or not ids:
         return {}
-    inspected = subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True)
+    inspected = subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True, timeout=BOUND)
     try:
         found = json.loads(inspected.stdout or "[]")
     except ValueError:
@@ -58,7 +61,9 @@ def logs(found: dict[str, dict]) -> dict[str, str]:
     """Each container's whole log (stdout and stderr), each line after the engine's timestamp."""
 
     def read(container: dict) -> str:
-        got = subprocess.run(["docker", "logs", "--timestamps", container["id"]], capture_output=True, text=True)
+        got = subprocess.run(
+            ["docker", "logs", "--timestamps", container["id"]], capture_output=True, text=True, timeout=BOUND
+        )
         # Both streams: the engine has kept their lines' times, and their order is by time.
         return "\n".join(sorted((got.stdout + got.stderr).splitlines()))
 

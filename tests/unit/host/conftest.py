@@ -42,6 +42,15 @@ exit 99
 """
 
 
+@pytest.fixture(autouse=True)
+def claims_apart(tmp_path_factory, monkeypatch):
+    """The runs of these tests keep their names' records on this host (tfcluster/cluster/runs.py)
+    apart from real runs', in this process and in the commands it starts."""
+    folder = tmp_path_factory.mktemp("claims")
+    monkeypatch.setattr(runs, "CLAIMS", folder)
+    monkeypatch.setenv("TFCLUSTER_CLAIMS", str(folder))
+
+
 class Sandbox:
     """A copy of the project's commands, run with a fake docker; it notes what they touched."""
 

@@ -39,9 +39,9 @@ class Engine:
         return [call for call in self.calls if "rm" in call[:2]]
 
 
-def lock_of(folder, record, project="tfc-1-1-train"):
-    path = folder / runs.folder_of(project) / runs.LOCK
-    path.parent.mkdir(parents=True)
+def lock_of(_folder, record, project="tfc-1-1-train"):
+    path = runs.record_path(project)  # In the tests' own CLAIMS (tests/unit/host/conftest.py).
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record) + "\n" if isinstance(record, dict) else record)
     return path
 
@@ -69,7 +69,7 @@ def test_a_killed_runs_cluster_is_removed_and_its_lock_marked_ended(tmp_path, mo
         ({"pid": 4242, "since": SINCE, "ended": SINCE + 60}, SINCE + 5, "its run ended: stopped, kept for its logs"),
         ("4242\n", SINCE + 5, "an earlier version's lock: nothing says the run began"),
         ({"pid": 4242, "since": SINCE}, SINCE - 5, "a container made before the run began: not all its own"),
-        (None, SINCE + 5, "no lock file: brought up by hand, or another machine's folder"),
+        (None, SINCE + 5, "no record: brought up by hand, or another machine's or job container's"),
     ],
 )
 def test_a_cluster_is_left_alone_unless_everything_says_its_run_was_killed(tmp_path, monkeypatch, record, created, why):

@@ -96,11 +96,12 @@ def test_a_slot_is_held_only_while_a_run_holds_its_lock(tmp_path):
     assert not runs.held(tmp_path, "mine")
 
 
-def test_the_lock_file_says_who_claimed_the_slot_when_and_once_it_ended_when_it_ended(tmp_path):
-    lock = tmp_path / ".tfcluster/runs/mine/lock"
+def test_the_names_record_on_this_host_says_who_claimed_it_when_and_once_it_ended_when_it_ended(tmp_path):
+    lock = runs.record_path("mine")  # Outside the checkout: a CI runner deletes the action's folder.
+    assert not lock.is_relative_to(tmp_path)
     claim = runs.claim(tmp_path, "mine", given=True, foreign=nobody_elses)
     began = runs.record_of(lock)
-    assert set(began) == {"pid", "since"} and began["pid"] == os.getpid()
+    assert set(began) == {"pid", "since", "root"} and (began["pid"], began["root"]) == (os.getpid(), str(tmp_path))
     claim.release()
     ended = runs.record_of(lock)
     assert ended["since"] == began["since"] and ended["ended"] >= began["since"]
@@ -143,3 +144,14 @@ def test_a_name_another_checkouts_containers_took_while_the_run_trained_fails_it
         "run: the Compose project 'tfcluster' had containers of another checkout (/home/someone/other) while this "
         "run trained: its verdict may be of both clusters, so the run fails; give each its own name (--name)\n"
     ) in capsys.readouterr().err
+
+
+def test_a_name_a_live_run_of_another_checkout_on_this_host_holds_is_passed_over_or_refused(tmp_path):
+    # Another checkout's run (another root, so its own slot locks) holds the name's record on this host.
+    elsewhere = runs.claim(tmp_path / "other-checkout", "tfcluster", given=False, foreign=nobody_elses)
+    try:
+        assert runs.claim(tmp_path / "here", "tfcluster", given=False, foreign=nobody_elses).slot == "tfcluster-2"
+        with pytest.raises(Refusal, match="a run from another checkout on this host is running as the Compose project"):
+            runs.claim(tmp_path / "here", "tfcluster", given=True, foreign=nobody_elses)
+    finally:
+        elsewhere.release()
