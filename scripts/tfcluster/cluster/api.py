@@ -285,10 +285,12 @@ def _clean_up(execution: Execution, cancelled: cancel.Cancelled | None) -> None:
         say(f"received {cancelled.name}: stopping the cluster")
         if execution.ran and not plan.warm:
             execution.quiet(*CANCEL_STOP)
-    for step in (step for step in plan.steps if getattr(step, "always", False)):
-        step.run(execution)
-    if cancelled is not None and execution.ran and not plan.warm:
-        execution.quiet(*DOWN)
+    try:
+        for step in (step for step in plan.steps if getattr(step, "always", False)):
+            step.run(execution)
+    finally:  # Taken down even if reading its verdict failed.
+        if cancelled is not None and execution.ran and not plan.warm:
+            execution.quiet(*DOWN)
 
 
 def _cancelled_late(execution: Execution, signal_number: int) -> cancel.Cancelled:
