@@ -123,17 +123,25 @@ def test_the_github_action_runs_in_the_job_container_on_an_example(in_job, comma
     shutil.copytree(ROOT / "examples" / "custom-loop", scratch / "custom-loop")
     (scratch / "custom-loop" / "fails.py").write_text('raise SystemExit("tfcluster action test: it fails")\n')
     junit, output = scratch / "verdict.xml", scratch / "github-output"
-    inputs = {"project": str((scratch / "custom-loop").relative_to(ROOT)), "command": command, "junit": str(junit)}
+    page = scratch / "report.html"  # Not the input's default, in the checkout's root.
+    inputs = {
+        "project": str((scratch / "custom-loop").relative_to(ROOT)),
+        "command": command,
+        "junit": str(junit),
+        "report": str(page),
+    }
     script, environment = action_step(inputs)
     environment |= {"GITHUB_ACTION_PATH": str(ROOT), "GITHUB_OUTPUT": str(output)}
     try:
         result = in_job("bash", "-c", script, environment=environment)
         report = ElementTree.fromstring(junit.read_text())
         said = output.read_text()
+        paged = page.is_file()
     finally:
         shutil.rmtree(scratch)
     assert result.returncode == status, result.stdout[-3000:] + result.stderr[-2000:]
     assert said == f"status={status}\n"
+    assert paged  # The run's report, where the action's input said.
     assert (report.get("tests"), report.get("failures")) == ("5", str(failed))  # Workers, states, data, metrics.
 
 

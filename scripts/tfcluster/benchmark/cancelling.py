@@ -15,7 +15,9 @@ import os
 import re
 import signal
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 from tfcluster import Cluster
 from tfcluster.cluster import orphans
@@ -41,10 +43,15 @@ def measure(rounds: int) -> dict:
 
 
 def _one(signal_number: signal.Signals) -> dict:
+    with tempfile.TemporaryDirectory(prefix="tfcluster-cancel-") as folder:
+        return _signalled(signal_number, Path(folder) / "verdict.xml")
+
+
+def _signalled(signal_number: signal.Signals, junit: Path) -> dict:
     step = subprocess.Popen(
         [str(ROOT / "scripts" / "ci-run")],
         cwd=ROOT,
-        env={**os.environ, "COMPOSE_PROJECT_NAME": PROJECT, "TRAIN_EPOCHS": "300", "TFCLUSTER_CI_JUNIT": "/dev/null"},
+        env={**os.environ, "COMPOSE_PROJECT_NAME": PROJECT, "TRAIN_EPOCHS": "300", "TFCLUSTER_CI_JUNIT": str(junit)},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

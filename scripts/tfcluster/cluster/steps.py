@@ -314,16 +314,22 @@ class Report:
     page: str | None = None  # --report's file, if given.
     always = True
 
-    def target(self, plan) -> str:
+    def target(self, plan, root: Path) -> Path:
+        """--report's file; else beside --junit's, as FILE.html (not beside a device such as
+        /dev/null); else the run's folder. The files given are absolute already (plan.output_path)."""
         if self.page:
-            return self.page
-        return str(Path(self.junit).with_suffix(".html")) if self.junit else f"{plan.folder}/{report.PAGE}"
+            return Path(self.page)
+        junit = Path(self.junit) if self.junit else None
+        if junit is not None and (junit.is_file() or not junit.exists()):
+            return junit.with_suffix(".html")
+        return root / plan.folder / report.PAGE
 
     def lines(self, plan, _environ) -> list[str]:
         source = (
             "the warm run's output" if plan.warm else "docker inspect and docker logs --timestamps of its containers"
         )
-        return [f"{source}, kept in {plan.folder}/{report.RECORD}/; the run's report written to {self.target(plan)}"]
+        shown = self.target(plan, Path("."))
+        return [f"{source}, kept in {plan.folder}/{report.RECORD}/; the run's report written to {shown}"]
 
     def run(self, execution: Execution) -> int | None:
         if not execution.ran:
@@ -335,9 +341,7 @@ class Report:
                 report.keep_logs(folder, plan.name, execution.timed_logs, {})
             else:
                 report.keep(folder, plan.name)
-            # The default is in the run's folder, from the root; a path given is from where the run was started.
-            target = Path(self.target(plan)) if self.page or self.junit else folder / report.PAGE
-            execution.report = str(report.write(folder, target).resolve())
+            execution.report = str(report.write(folder, self.target(plan, execution.root)).resolve())
         except Exception as error:  # noqa: BLE001
             # The verdict stands without its pictures: say why there are none.
             say(f"report: not written: {error}")
