@@ -110,9 +110,7 @@ def test_two_runs_of_one_checkout_at_once_each_get_their_own_cluster_and_verdict
         assert second.wait(timeout=400) == 0, second_output.text()
         assert first.wait(timeout=400) == 0, first_output.text()
     finally:
-        for process in (first, second):
-            if process is not None and process.poll() is None:
-                process.kill()
+        kill_left(first, second)
     one, other = first_output.text(), second_output.text()
     assert f"this one is {base_name}-2 (docker compose -p {base_name}-2 ...)" in other
     assert re.search(r"verdict: PASS: 2 of 2 workers agree: replicas=2 .*weights identical at 3 points", one)
@@ -126,20 +124,34 @@ def test_two_runs_of_one_checkout_at_once_each_get_their_own_cluster_and_verdict
     assert not (ROOT / f".tfcluster/runs/{base_name}/compose.workers.yaml").exists()
 
 
-def test_sigterm_to_the_ci_step_mid_training_stops_the_cluster_and_fails_its_report(base_name, tmp_path):
-    report = tmp_path / "verdict.xml"
-    environment = {"COMPOSE_PROJECT_NAME": base_name, "TRAIN_EPOCHS": "300", "TFCLUSTER_CI_JUNIT": str(report)}
+def ci_step_training(name: str, report) -> tuple[subprocess.Popen, Output]:
+    """scripts/ci-run of 300 epochs as the Compose project `name`, its JUnit file at `report`, once
+    its second epoch has begun."""
+    environment = {"COMPOSE_PROJECT_NAME": name, "TRAIN_EPOCHS": "300", "TFCLUSTER_CI_JUNIT": str(report)}
     step = start([], environment, command="ci-run")
     output = Output(step)
     try:
         output.wait_for(r"worker-0-1 +\| train \| epoch: +2/", timeout=300)
-        signalled = time.monotonic()
-        step.send_signal(signal.SIGTERM)
-        status = step.wait(timeout=CANCEL_BOUND)
-        took = time.monotonic() - signalled
+    except BaseException:
+        kill_left(step)
+        raise
+    return step, output
+
+
+def kill_left(*processes: subprocess.Popen | None) -> None:
+    """Whatever a test started and is still running, killed with its tree."""
+    for process in processes:
+        if process is not None and process.poll() is None:
+            kill_tree(process)
+
+
+def test_sigterm_to_the_ci_step_mid_training_stops_the_cluster_and_fails_its_report(base_name, tmp_path):
+    report = tmp_path / "verdict.xml"
+    step, output = ci_step_training(base_name, report)
+    try:
+        status, took, _sent = play(((0.0, signal.SIGTERM),), step)
     finally:
-        if step.poll() is None:
-            step.kill()
+        kill_left(step)
     text = output.text()
     assert status == 143, text
     assert took < CANCEL_BOUND
@@ -178,15 +190,11 @@ def test_githubs_cancel_sequence_mid_training_leaves_nothing_and_a_failing_repor
     base_name, tmp_path
 ):
     report = tmp_path / "verdict.xml"
-    environment = {"COMPOSE_PROJECT_NAME": base_name, "TRAIN_EPOCHS": "300", "TFCLUSTER_CI_JUNIT": str(report)}
-    step = start([], environment, command="ci-run")
-    output = Output(step)
+    step, output = ci_step_training(base_name, report)
     try:
-        output.wait_for(r"worker-0-1 +\| train \| epoch: +2/", timeout=300)
         status, took, sent = play(GITHUB_CANCEL, step)
     finally:
-        if step.poll() is None:
-            kill_tree(step)
+        kill_left(step)
     text = output.text()
     # Gone on the SIGINT alone, inside the 7.5 s before GitHub's SIGTERM, with nothing left.
     assert (status, sent) == (130, ["SIGINT"]), text
@@ -199,15 +207,9 @@ def test_githubs_cancel_sequence_mid_training_leaves_nothing_and_a_failing_repor
 def test_a_ci_step_killed_outright_leaves_a_cluster_the_next_job_removes_and_never_a_live_runs(base_name, tmp_path):
     killed_name, live_name, next_name = base_name, f"{base_name}-2", f"{base_name}-3"
     report = tmp_path / "killed.xml"
-    killed = start(
-        [],
-        {"COMPOSE_PROJECT_NAME": killed_name, "TRAIN_EPOCHS": "300", "TFCLUSTER_CI_JUNIT": str(report)},
-        command="ci-run",
-    )
-    killed_output = Output(killed)
+    killed, killed_output = ci_step_training(killed_name, report)
     live = following = None
     try:
-        killed_output.wait_for(r"worker-0-1 +\| train \| epoch: +2/", timeout=300)
         kill_tree(killed)
         # The bug: nothing of the run is left to stop its cluster, which trains on.
         assert len(running(killed_name)) == 3, killed_output.text()
@@ -216,14 +218,15 @@ def test_a_ci_step_killed_outright_leaves_a_cluster_the_next_job_removes_and_nev
         live = start([], {"COMPOSE_PROJECT_NAME": live_name, "TRAIN_EPOCHS": "40"})
         live_output = Output(live)
         live_output.wait_for(r"worker-0-1 +\| train \| epoch: +1/", timeout=300)
-        following = start([], {"COMPOSE_PROJECT_NAME": next_name}, command="ci-run")
+        # Its JUnit file (and the report beside it) in the test's folder, not the checkout's.
+        following = start(
+            [], {"COMPOSE_PROJECT_NAME": next_name, "TFCLUSTER_CI_JUNIT": str(tmp_path / "next.xml")}, command="ci-run"
+        )
         following_output = Output(following)
         assert following.wait(timeout=400) == 0, following_output.text()
         assert live.wait(timeout=400) == 0, live_output.text()
     finally:
-        for process in (killed, live, following):
-            if process is not None and process.poll() is None:
-                kill_tree(process)
+        kill_left(killed, live, following)
     said = following_output.text()
     assert f"ci-run: removed the Compose project {killed_name} of a run that was killed (pid {killed.pid}" in said, said
     assert containers(killed_name) == []
@@ -266,9 +269,8 @@ def test_two_legs_of_a_matrix_at_once_on_one_engine_each_get_their_own_cluster_a
             outputs[epochs] = Output(processes[epochs])
         statuses = {epochs: process.wait(timeout=500) for epochs, process in processes.items()}
     finally:
-        for epochs, process in processes.items():
-            if process.poll() is None:
-                kill_tree(process)
+        kill_left(*processes.values())
+        for epochs in processes:
             down(legs[epochs])
             runs.remove_folder(ROOT, legs[epochs])
     assert statuses == {"3": 0, "5": 0}, {epochs: output.text()[-3000:] for epochs, output in outputs.items()}

@@ -15,7 +15,7 @@ import os
 import re
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from tfcluster.cluster.plan import (
     check_network,
     check_tag,
     check_warm,
-    junit_path,
+    output_path,
     trainer_script_of,
 )
 from tfcluster.cluster.result import Run
@@ -94,8 +94,8 @@ class Cluster:
         except ValueError as error:
             raise Refusal(str(error)) from None
         project = self._project()
-        junit = junit_path(self.junit)
-        page = junit_path(self.report, option="--report", example="report.html")
+        junit = output_path(self.junit)
+        page = output_path(self.report, option="--report", example="report.html")
         name, name_given = self._project_name()
         return Plan(
             self.workers,
@@ -215,10 +215,15 @@ def _socket_gid(environ: Mapping[str, str]) -> int | None:
         return None
 
 
-def execute(plan: Plan, environ: Mapping[str, str]) -> Run:
+def execute(plan: Plan, environ: Mapping[str, str], *, first: Callable[[], None] | None = None) -> Run:
     """Claims the run's own Compose project and folder (tfcluster/cluster/runs.py), then runs the
     plan's steps in order, until one ends the run; the verdict is read back whatever the end (a
-    step marked `always`)."""
+    step marked `always`). `first`, if given, is done before the claim, with the report already
+    failing (scripts/ci-run's removal of what killed jobs left)."""
+    if plan.junit:  # Failing until the run has ended: a run killed outright leaves it so.
+        junit.write_unfinished(Path(plan.junit))
+    if first is not None:
+        first()
     try:
         claimed = runs.claim(paths.ROOT, plan.name, given=plan.name_given)
     except Refusal as refusal:
@@ -226,8 +231,6 @@ def execute(plan: Plan, environ: Mapping[str, str]) -> Run:
         if plan.junit:
             junit.write_failure(Path(plan.junit), ExitCode.CONFIG_ERROR, str(refusal))
         return Run(ExitCode.CONFIG_ERROR, False, None)
-    if plan.junit:
-        junit.write_unfinished(Path(plan.junit))
     try:
         if claimed.slot != plan.name and not plan.warm:
             say(

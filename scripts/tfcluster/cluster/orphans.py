@@ -15,7 +15,6 @@ not this one). The record is held while its cluster is removed, so no run can cl
 meanwhile, and marked ended after.
 """
 
-import json
 import re
 import subprocess
 import time
@@ -23,9 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tfcluster.cluster import runs
-from tfcluster.report.evidence import engine_time
+from tfcluster.report import engine
 
-PROJECT_LABEL = "com.docker.compose.project"
+PROJECT_LABEL = engine.PROJECT_LABEL
 FOLDER_LABEL = "com.docker.compose.project.working_dir"
 # What Compose takes for a project's name: anything else is not a file name to look up.
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
@@ -84,20 +83,12 @@ def _judged(project: str, folder: str, containers: dict[str, float | None], path
 
 def _projects() -> list[tuple[str, str, dict[str, float | None]]]:
     """Each Compose project on the engine, with its working folder and its containers' creation times."""
-    listed = _docker("ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={PROJECT_LABEL}")
-    ids = listed.stdout.split() if listed.returncode == 0 else []
-    if not ids:
-        return []
-    try:
-        found = json.loads(_docker("inspect", *ids).stdout or "[]")
-    except ValueError:
-        return []
     projects: dict[tuple[str, str], dict[str, float | None]] = {}
-    for entry in found:
+    for entry in engine.inspected(PROJECT_LABEL):
         labels = entry.get("Config", {}).get("Labels") or {}
         key = (labels.get(PROJECT_LABEL, ""), labels.get(FOLDER_LABEL, ""))
         if all(key):
-            projects.setdefault(key, {})[entry["Id"]] = engine_time(entry.get("Created", ""))
+            projects.setdefault(key, {})[entry["Id"]] = engine.moment(entry.get("Created", ""))
     return [(project, folder, containers) for (project, folder), containers in sorted(projects.items())]
 
 

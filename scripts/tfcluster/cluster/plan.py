@@ -281,18 +281,19 @@ def trainer_script_of(environ: Mapping[str, str], has_project: bool) -> str | No
     return os.path.realpath(trainer_script)
 
 
-def junit_path(given: str | None, *, option: str = "--junit", example: str = "verdict.xml") -> str | None:
-    """--junit's (or --report's) file, absolute, checked now so that a report that cannot be written costs no run."""
+def output_path(given: str | None, *, option: str = "--junit", example: str = "verdict.xml") -> str | None:
+    """A file the run writes (--junit's, --report's), absolute, checked now so that a report that
+    cannot be written costs no run."""
     if not given:
         return None
-    junit = os.path.abspath(given)
-    if os.path.isdir(junit):
+    path = os.path.abspath(given)
+    if os.path.isdir(path):
         raise Refusal(f"{option} {given} is a folder; give a file name, such as {example}")
-    folder = os.path.dirname(junit)
+    folder = os.path.dirname(path)
     # Its folder is made if missing: it, or its nearest existing ancestor, must be writable.
     existing = folder
     while not os.path.exists(existing):
         existing = os.path.dirname(existing)
     if not (os.path.isdir(existing) and os.access(existing, os.W_OK)):
         raise Refusal(f"{option} {given}: {folder} cannot be made or written")
-    return junit
+    return path

@@ -259,8 +259,8 @@ class _Exec:
         self._collects = collects
         self._width = max(len(service.name) for service in services)
         self._print_lock = threading.Lock()
-        self._lines: dict[str, list[str]] = {service.name: [] for service in services}
-        self._timed: dict[str, list[str]] = {service.name: [] for service in services}
+        # Each service's lines as they came, with the host's time of each (the report's timeline).
+        self._lines: dict[str, list[tuple[float, str]]] = {service.name: [] for service in services}
         self._processes: dict[str, subprocess.Popen] = {}
 
     def run(self) -> Outcome:
@@ -302,9 +302,16 @@ class _Exec:
             reader.join(timeout=5)
         return Outcome(
             status,
-            verifier_lines=self._lines[VERDICT_SERVICE],
-            logs={name: "".join(lines) for name, lines in self._lines.items() if name != VERDICT_SERVICE},
-            timed={name: "".join(lines) for name, lines in self._timed.items()},
+            verifier_lines=[line for _, line in self._lines[VERDICT_SERVICE]],
+            logs={
+                name: "".join(line for _, line in lines)
+                for name, lines in self._lines.items()
+                if name != VERDICT_SERVICE
+            },
+            timed={
+                name: "".join(f"{evidence.stamp(when)} {line}" for when, line in lines)
+                for name, lines in self._lines.items()
+            },
         )
 
     def _start(self, service: Service, results: str) -> subprocess.Popen:
@@ -347,8 +354,7 @@ class _Exec:
     def _forward(self, name: str, process: subprocess.Popen) -> None:
         prefix = f"{name:<{self._width}}  | "
         for line in process.stdout:
-            self._lines[name].append(line)
-            self._timed[name].append(f"{evidence.stamp(time.time())} {line}")
+            self._lines[name].append((time.time(), line))
             with self._print_lock:
                 sys.stdout.write(prefix + line)
                 sys.stdout.flush()

@@ -11,9 +11,7 @@ import os
 import signal
 import sys
 import textwrap
-from pathlib import Path
 
-from tfcluster.ci import junit
 from tfcluster.cluster import dryrun, scaling, slowdown
 from tfcluster.cluster.api import PROJECT_NAME, Cluster, execute
 from tfcluster.cluster.plan import PROFILES
@@ -358,11 +356,7 @@ def main(argv: list[str], environ=None, *, first=None) -> int:
             print(f"run: --dry-run: {error}", file=sys.stderr)
             return 1
         return 0
-    if first is not None:
-        if plan.junit:  # Failing from here on, should the job be killed before the run has written it.
-            junit.write_unfinished(Path(plan.junit))
-        first()
-    return execute(plan, environ).status
+    return execute(plan, environ, first=first).status
 
 
 if __name__ == "__main__":

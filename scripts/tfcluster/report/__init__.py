@@ -39,7 +39,7 @@ def keep_logs(folder: Path, project: str, logs: dict[str, str], found: dict[str,
     for service, text in logs.items():
         (saved / f"{service}.log").write_text(text, encoding="utf-8")
     (saved / CONTAINERS).write_text(json.dumps(found, indent=1), encoding="utf-8")
-    (saved / RUN).write_text(json.dumps({"project": project, "kept": time.time()}), encoding="utf-8")
+    (saved / RUN).write_text(json.dumps({"project": project}), encoding="utf-8")
 
 
 def write(folder: Path, out: Path | None = None) -> Path:

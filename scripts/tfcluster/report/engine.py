@@ -17,31 +17,37 @@ BOUND = 30
 
 def containers(project: str) -> dict[str, dict]:
     """Each service's container in the Compose project, by service: its id, times, exit and limits."""
+    return {
+        entry["Config"]["Labels"].get(SERVICE_LABEL, entry["Name"].lstrip("/")): _described(entry)
+        for entry in inspected(f"{PROJECT_LABEL}={project}")
+    }
+
+
+def inspected(label: str) -> list[dict]:
+    """`docker inspect` of every container (running or not) with the label (`KEY` or `KEY=VALUE`),
+    in one call; none if the engine cannot say."""
     listed = subprocess.run(
-        ["docker", "ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={PROJECT_LABEL}={project}"],
+        ["docker", "ps", "--all", "--quiet", "--no-trunc", "--filter", f"label={label}"],
         capture_output=True,
         text=True,
         timeout=BOUND,
     )
     ids = listed.stdout.split()
     if listed.returncode != 0 or not ids:
-        return {}
-    inspected = subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True, timeout=BOUND)
+        return []
+    inspection = subprocess.run(["docker", "inspect", *ids], capture_output=True, text=True, timeout=BOUND)
     try:
-        found = json.loads(inspected.stdout or "[]")
+        return json.loads(inspection.stdout or "[]")
     except ValueError:
-        return {}
-    return {
-        entry["Config"]["Labels"].get(SERVICE_LABEL, entry["Name"].lstrip("/")): _described(entry) for entry in found
-    }
+        return []
 
 
 def _described(entry: dict) -> dict:
     state, host = entry.get("State", {}), entry.get("HostConfig", {})
     return {
         "id": entry["Id"],
-        "started": _moment(state.get("StartedAt", "")),
-        "finished": _moment(state.get("FinishedAt", "")),
+        "started": moment(state.get("StartedAt", "")),
+        "finished": moment(state.get("FinishedAt", "")),
         "running": bool(state.get("Running")),
         "exit_code": state.get("ExitCode"),
         "oom_killed": bool(state.get("OOMKilled")),
@@ -51,7 +57,7 @@ def _described(entry: dict) -> dict:
     }
 
 
-def _moment(stamp: str) -> float | None:
+def moment(stamp: str) -> float | None:
     """The engine's time, or None for its `0001-01-01T00:00:00Z`: not yet (or never) started or finished."""
     seconds = engine_time(stamp)
     return seconds if seconds is not None and seconds > 0 else None

@@ -23,16 +23,14 @@ class Engine:
             {"Id": f"c{number}", "Created": stamp(created), "Config": {"Labels": labels}} for number in range(3)
         ]
 
+    def inspected(self, label):
+        self.calls.append(("inspect", label))
+        return self.containers
+
     def __call__(self, *arguments):
         self.calls.append(arguments)
-        if arguments[0] == "ps":
-            out = "\n".join(container["Id"] for container in self.containers)
-        elif arguments[0] == "inspect":
-            out = json.dumps(self.containers)
-        elif arguments[1:3] == ("ls", "--quiet"):
-            out = f"{arguments[0]}-of-the-project\n"
-        else:
-            out = ""
+        # A network or volume of the project's when listed; every other call says nothing.
+        out = f"{arguments[0]}-of-the-project\n" if arguments[1:3] == ("ls", "--quiet") else ""
         return subprocess.CompletedProcess(["docker", *arguments], 0, stdout=out, stderr="")
 
     def removed(self):
@@ -50,6 +48,7 @@ def test_a_killed_runs_cluster_is_removed_and_its_lock_marked_ended(tmp_path, mo
     path = lock_of(tmp_path, {"pid": 4242, "since": SINCE})
     engine = Engine(tmp_path)
     monkeypatch.setattr(orphans, "_docker", engine)
+    monkeypatch.setattr(orphans.engine, "inspected", engine.inspected)
     [orphan] = orphans.remove()
     assert (orphan.project, orphan.pid, orphan.containers) == ("tfc-1-1-train", 4242, ("c0", "c1", "c2"))
     assert "the Compose project tfc-1-1-train of a run that was killed (pid 4242" in orphan.describe()
@@ -77,6 +76,7 @@ def test_a_cluster_is_left_alone_unless_everything_says_its_run_was_killed(tmp_p
         lock_of(tmp_path, record)
     engine = Engine(tmp_path, created=created)
     monkeypatch.setattr(orphans, "_docker", engine)
+    monkeypatch.setattr(orphans.engine, "inspected", engine.inspected)
     assert orphans.remove() == [], why
     assert engine.removed() == [], why
 
@@ -98,6 +98,7 @@ def test_a_live_runs_cluster_is_never_removed(tmp_path, monkeypatch):
     )
     engine = Engine(tmp_path)
     monkeypatch.setattr(orphans, "_docker", engine)
+    monkeypatch.setattr(orphans.engine, "inspected", engine.inspected)
     try:
         assert holder.stdout.readline() == "held\n"
         assert orphans.remove() == []
