@@ -1,6 +1,7 @@
 """Container tests: each runs its own Compose project and always tears it down."""
 
 import collections
+import functools
 import json
 import os
 import re
@@ -100,6 +101,42 @@ class ScriptsRun(ComposeProject):
 
     def _run_environment(self) -> dict[str, str]:
         return {**self.environment, "COMPOSE_PROJECT_NAME": self.name}
+
+
+class WarmRun(ScriptsRun):
+    """`scripts/run --warm ARGUMENTS` on its test module's warm cluster (the `warm_run` fixture).
+
+    For tests about what a run's programs do and what the verdict says of them, not about starting
+    containers: the same run, the same output (a warm run's lines are prefixed as Compose's), the
+    same verdict, its programs forked by zygotes already up instead of started in new containers.
+    tests/container/test_warm_workers.py holds the two equal: a warm run trains a cold run's weights,
+    bit for bit, and every edit, failure and Keras change shows in the next run.
+    """
+
+    def __init__(self, name: str, *arguments: str, environment: dict[str, str] | None = None):
+        super().__init__("--warm", *arguments, environment=environment)
+        self.name = name
+        self.stuck = False
+
+    def finish(self, *, timeout: float = 420) -> subprocess.CompletedProcess:
+        try:
+            return super().finish(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.stuck = True  # Its programs may still be training in the warm containers.
+            raise
+
+    def down(self, *, check: bool = False) -> None:
+        """The warm cluster stays up for the module's next test, unless this run never ended."""
+        if self.stuck:
+            warm_down(self.name)
+
+
+def warm_down(name: str) -> None:
+    """A warm cluster's containers, network and volumes, and its files in the checkout."""
+    subprocess.run(
+        [str(ROOT / "scripts" / "run"), "--warm-down", "--name", name], cwd=ROOT, capture_output=True, timeout=120
+    )
+    shutil.rmtree(ROOT / ".tfcluster" / f"{name}-warm", ignore_errors=True)
 
 
 # tf-keras for `fit`: Keras 3's is broken under MultiWorkerMirroredStrategy.
@@ -253,3 +290,18 @@ def compose_project(docker):
 def scripts_run(docker):
     """A factory of `scripts/run` invocations; every project they started is torn down, pass or fail."""
     yield from torn_down(ScriptsRun)
+
+
+@pytest.fixture(scope="module")
+def warm_cluster(docker):
+    """The name of the module's warm cluster, taken down (and its files removed) after its last test."""
+    name = unique_name("tfc-test")
+    yield name
+    warm_down(name)
+    runs.remove_folder(ROOT, name)
+
+
+@pytest.fixture
+def warm_run(warm_cluster):
+    """A factory of `scripts/run --warm` invocations on the module's warm cluster (WarmRun)."""
+    yield from torn_down(functools.partial(WarmRun, warm_cluster))

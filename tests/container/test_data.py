@@ -23,16 +23,16 @@ def data_lines(output: str) -> list[str]:
     return [line for line in verdict_lines(output) if line.startswith(("data: ", "verdict: ", "  - "))]
 
 
-def test_the_tutorials_sharded_input_passes_with_its_data_line(scripts_run):
-    result = run_program(scripts_run, "sharding.py")
+def test_the_tutorials_sharded_input_passes_with_its_data_line(warm_run):
+    result = run_program(warm_run, "sharding.py")
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     [data, verdict] = data_lines(result.stdout)
     assert data == "data: each worker read its own examples: 128 distinct each, none shared, 256 in all"
     assert verdict.startswith("verdict: PASS: 2 of 2 workers agree")
 
 
-def test_an_unsharded_input_fails_naming_the_same_examples_and_batches(scripts_run):
-    result = run_program(scripts_run, "sharding.py", "--env", "SHARD=0")
+def test_an_unsharded_input_fails_naming_the_same_examples_and_batches(warm_run):
+    result = run_program(warm_run, "sharding.py", "--env", "SHARD=0")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout) == [
         "verdict: FAIL: 1 problem(s)",
@@ -41,8 +41,8 @@ def test_an_unsharded_input_fails_naming_the_same_examples_and_batches(scripts_r
     ]
 
 
-def test_an_unsharded_input_meant_to_be_replicated_passes_saying_what_was_shared(scripts_run):
-    result = run_program(scripts_run, "sharding.py", "--env", "SHARD=0", environment={"TF_DATA_SHARDING": "replicated"})
+def test_an_unsharded_input_meant_to_be_replicated_passes_saying_what_was_shared(warm_run):
+    result = run_program(warm_run, "sharding.py", "--env", "SHARD=0", environment={"TF_DATA_SHARDING": "replicated"})
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout)[0] == (
         "data: replicated, as TF_DATA_SHARDING=replicated allows: worker-0 and worker-1 read the same 192 examples "
@@ -50,8 +50,8 @@ def test_an_unsharded_input_meant_to_be_replicated_passes_saying_what_was_shared
     )
 
 
-def test_an_unsharded_input_shuffled_per_worker_fails_with_its_overlap(scripts_run):
-    result = run_program(scripts_run, "sharding.py", "--env", "SHARD=0", "--env", "SEED=worker")
+def test_an_unsharded_input_shuffled_per_worker_fails_with_its_overlap(warm_run):
+    result = run_program(warm_run, "sharding.py", "--env", "SHARD=0", "--env", "SEED=worker")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     [verdict, problem] = data_lines(result.stdout)
     assert verdict == "verdict: FAIL: 1 problem(s)"
@@ -64,8 +64,8 @@ def test_an_unsharded_input_shuffled_per_worker_fails_with_its_overlap(scripts_r
     assert found and 100 < int(found[1]) < 192, problem
 
 
-def test_an_input_fed_by_hand_is_not_observed_and_claims_nothing(scripts_run):
-    result = run_program(scripts_run, "generator_fed.py")
+def test_an_input_fed_by_hand_is_not_observed_and_claims_nothing(warm_run):
+    result = run_program(warm_run, "generator_fed.py")
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     [data, verdict] = data_lines(result.stdout)
     assert data == (
@@ -75,9 +75,9 @@ def test_an_input_fed_by_hand_is_not_observed_and_claims_nothing(scripts_run):
     assert verdict.startswith("verdict: PASS")
 
 
-def test_keras_fit_under_the_default_policy_passes_and_with_sharding_off_fails(scripts_run):
+def test_keras_fit_under_the_default_policy_passes_and_with_sharding_off_fails(warm_run):
     # With a validation pass after each epoch: told apart, and not one of its examples in training's figures.
-    result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS, "--env", "VALIDATION=1")
+    result = run_program(warm_run, "keras_fit.py", *LEGACY_KERAS, "--env", "VALIDATION=1")
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout)[0] == (
         "data: each worker read its own examples: 128 distinct each, none shared, 256 in all; apart from training, "
@@ -89,7 +89,7 @@ def test_keras_fit_under_the_default_policy_passes_and_with_sharding_off_fails(s
         # Each of fit's epochs, its validation apart: the whole shard, then the same again.
         assert figures["epochs"] == [{"examples": 128, "new": 128}, {"examples": 128, "new": 0}], figures
         assert figures["evaluation"] == {"examples": 64, "distinct": 32, "exact": True}, figures
-    result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS, "--env", "POLICY=OFF")
+    result = run_program(warm_run, "keras_fit.py", *LEGACY_KERAS, "--env", "POLICY=OFF")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout)[1:] == [
         # Two epochs of 8 steps, both workers reading the whole of the same 128: named over one epoch.
@@ -99,9 +99,9 @@ def test_keras_fit_under_the_default_policy_passes_and_with_sharding_off_fails(s
     ]
 
 
-def test_keras_fit_on_tfrecord_files_sharded_by_file_passes(scripts_run):
+def test_keras_fit_on_tfrecord_files_sharded_by_file_passes(warm_run):
     records = ["--data", "tests/fixtures/data/records", "--env", "RECORDS=1"]
-    result = run_program(scripts_run, "keras_fit.py", *LEGACY_KERAS, *records, "--env", "POLICY=FILE")
+    result = run_program(warm_run, "keras_fit.py", *LEGACY_KERAS, *records, "--env", "POLICY=FILE")
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     assert data_lines(result.stdout)[0] == (
         "data: each worker read its own examples: 128 distinct each, none shared, 256 in all"

@@ -52,8 +52,8 @@ def own_weights(output: str) -> dict[int, str]:
     return found
 
 
-def test_a_model_freed_before_the_exit_fails_when_the_workers_weights_differ(scripts_run):
-    run = scripts_run("--project", FOLDER, "--command", "python freed_model.py", "--env", "DRIFT=1")
+def test_a_model_freed_before_the_exit_fails_when_the_workers_weights_differ(warm_run):
+    run = warm_run("--project", FOLDER, "--command", "python freed_model.py", "--env", "DRIFT=1")
     result = run.finish()
     hashes = own_weights(result.stdout)
     assert len(hashes) == 2 and hashes[0] != hashes[1], hashes  # The bug is real: each worker says so.
@@ -70,8 +70,8 @@ def test_a_model_freed_before_the_exit_fails_when_the_workers_weights_differ(scr
     assert browser.pixels(opened.screenshot, DIFFERING) > 50
 
 
-def test_a_model_freed_before_the_exit_passes_on_its_trained_variables_when_the_weights_agree(scripts_run):
-    run = scripts_run("--project", FOLDER, "--command", "python freed_model.py")
+def test_a_model_freed_before_the_exit_passes_on_its_trained_variables_when_the_weights_agree(warm_run):
+    run = warm_run("--project", FOLDER, "--command", "python freed_model.py")
     result = run.finish()
     hashes = own_weights(result.stdout)
     assert len(hashes) == 2 and hashes[0] == hashes[1], hashes
@@ -93,9 +93,9 @@ def test_a_model_freed_before_the_exit_passes_on_its_trained_variables_when_the_
     assert browser.pixels(opened.screenshot, DIFFERING) == 0
 
 
-def test_steps_outside_strategy_run_fail_on_gradients_no_collective_reduced(scripts_run):
+def test_steps_outside_strategy_run_fail_on_gradients_no_collective_reduced(warm_run):
     # Traced, the step's graph proves it at once: 5 s of training, not the eager case's half minute.
-    result = run_program(scripts_run, "no_allreduce.py", "--env", "SECONDS=5")
+    result = run_program(warm_run, "no_allreduce.py", "--env", "SECONDS=5")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert summary(result.stdout) == [
         "verdict: FAIL: 2 problem(s)",
@@ -109,10 +109,10 @@ def test_steps_outside_strategy_run_fail_on_gradients_no_collective_reduced(scri
     assert "model state differs" not in result.stdout  # Their weights agree: only the evidence says no.
 
 
-def test_a_collective_in_the_step_that_reduces_no_gradient_is_no_reduction(scripts_run):
+def test_a_collective_in_the_step_that_reduces_no_gradient_is_no_reduction(warm_run):
     """The loss scaled by an all-reduced example count: a collective among the gradients' ancestors,
     but behind the backward pass, so it reduced a count, not the gradients."""
-    result = run_program(scripts_run, "no_allreduce.py", "--env", "GLOBAL_COUNT=1", "--env", "EPOCHS=25")
+    result = run_program(warm_run, "no_allreduce.py", "--env", "GLOBAL_COUNT=1", "--env", "EPOCHS=25")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert summary(result.stdout)[1:] == [
         f"  - worker-{index}: its Adam applied gradients that were never all-reduced: apply_gradients ran "
@@ -123,8 +123,8 @@ def test_a_collective_in_the_step_that_reduces_no_gradient_is_no_reduction(scrip
     assert "model state differs" not in result.stdout
 
 
-def test_a_small_model_stepped_eagerly_outside_strategy_run_for_half_a_minute_fails_on_its_traffic(scripts_run):
-    result = run_program(scripts_run, "no_allreduce.py", "--env", "EAGER=1")
+def test_a_small_model_stepped_eagerly_outside_strategy_run_for_half_a_minute_fails_on_its_traffic(warm_run):
+    result = run_program(warm_run, "no_allreduce.py", "--env", "EAGER=1")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     [heading, *unproven, problem] = summary(result.stdout)
     assert heading == "verdict: FAIL: 3 problem(s)"
@@ -146,16 +146,16 @@ def test_a_small_model_stepped_eagerly_outside_strategy_run_for_half_a_minute_fa
     assert "model state differs" not in result.stdout
 
 
-def test_checkpoints_of_backup_and_restore_and_model_checkpoint_on_every_worker_pass(scripts_run):
-    result = run_program(scripts_run, "checkpoint_and_backup.py", *LEGACY_KERAS)
+def test_checkpoints_of_backup_and_restore_and_model_checkpoint_on_every_worker_pass(warm_run):
+    result = run_program(warm_run, "checkpoint_and_backup.py", *LEGACY_KERAS)
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     state = summary(result.stdout)[0]
     assert state.startswith("state: bitwise identical on 2 of 2 workers at "), state
     assert ": 9 of 9 trained variables at the end (step 15); " in state, state
 
 
-def test_a_model_checkpoint_on_the_chief_alone_is_matched_by_step_and_passes(scripts_run):
-    result = run_program(scripts_run, "checkpoint_and_backup.py", *LEGACY_KERAS, "--env", "CHIEF_ONLY=1")
+def test_a_model_checkpoint_on_the_chief_alone_is_matched_by_step_and_passes(warm_run):
+    result = run_program(warm_run, "checkpoint_and_backup.py", *LEGACY_KERAS, "--env", "CHIEF_ONLY=1")
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     assert summary(result.stdout)[-1].startswith("verdict: PASS: 2 of 2 workers agree: ")
 
@@ -168,8 +168,8 @@ FAILURES = {
 
 
 @pytest.mark.parametrize("program", list(FAILURES))
-def test_every_worker_failing_the_same_way_is_one_problem_naming_the_error_first(scripts_run, program):
-    result = run_program(scripts_run, program)
+def test_every_worker_failing_the_same_way_is_one_problem_naming_the_error_first(warm_run, program):
+    result = run_program(warm_run, program)
     # Every worker raised the program's own error itself.
     for worker in (0, 1):
         raised = any(line.startswith(FAILURES[program]) for line in worker_lines(result.stdout, worker))
@@ -185,8 +185,8 @@ def test_every_worker_failing_the_same_way_is_one_problem_naming_the_error_first
     ("program", "variable", "trained"),
     [("keras3_reset_states.py", "TF_USE_LEGACY_KERAS=1", 13), ("readonly_save.py", "SAVE_DIR=/tmp", 6)],
 )
-def test_the_failing_programs_pass_with_their_bug_switched_off(scripts_run, program, variable, trained):
-    result = run_program(scripts_run, program, "--env", variable)
+def test_the_failing_programs_pass_with_their_bug_switched_off(warm_run, program, variable, trained):
+    result = run_program(warm_run, program, "--env", variable)
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     verdict = summary(result.stdout)[-1]
     assert verdict.startswith("verdict: PASS: 2 of 2 workers agree: replicas=2"), verdict

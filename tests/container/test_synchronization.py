@@ -19,8 +19,8 @@ from trainer.contract.exitcodes import ExitCode
 run_program = functools.partial(conftest.run_program, folder="tests/fixtures/synchronization")
 
 
-def test_the_tutorials_custom_loop_passes_on_identical_weights(scripts_run):
-    result = run_program(scripts_run, "custom_loop.py")
+def test_the_tutorials_custom_loop_passes_on_identical_weights(warm_run):
+    result = run_program(warm_run, "custom_loop.py")
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     lines = verdict_lines(result.stdout)
     assert lines[-1] == (
@@ -43,8 +43,8 @@ def test_the_tutorials_custom_loop_passes_on_identical_weights(scripts_run):
     assert float(sent) > 3.8 and float(received) > 3.8  # The launchers' heartbeats are not counted.
 
 
-def test_a_per_worker_learning_rate_fails_naming_the_step_and_the_variables(scripts_run):
-    result = run_program(scripts_run, "custom_loop.py", "--env", "DRIFT=1")
+def test_a_per_worker_learning_rate_fails_naming_the_step_and_the_variables(warm_run):
+    result = run_program(warm_run, "custom_loop.py", "--env", "DRIFT=1")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     # The loss and accuracy, all-reduced, agree: only the weights tell.
     assert "final_loss differs" not in result.stdout
@@ -55,8 +55,8 @@ def test_a_per_worker_learning_rate_fails_naming_the_step_and_the_variables(scri
     ]
 
 
-def test_a_fit_model_with_batch_normalization_passes_its_moving_statistics_listed_as_local(scripts_run):
-    result = run_program(scripts_run, "fit_batchnorm.py", *LEGACY_KERAS)
+def test_a_fit_model_with_batch_normalization_passes_its_moving_statistics_listed_as_local(warm_run):
+    result = run_program(warm_run, "fit_batchnorm.py", *LEGACY_KERAS)
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     state = next(line for line in verdict_lines(result.stdout) if line.startswith("state: "))
     assert state.startswith(
@@ -66,8 +66,8 @@ def test_a_fit_model_with_batch_normalization_passes_its_moving_statistics_liste
     assert "batch_normalization/moving_variance" in state
 
 
-def test_a_worker_local_change_after_epoch_1_of_fit_fails_naming_that_epoch_and_variable(scripts_run):
-    result = run_program(scripts_run, "fit_batchnorm.py", *LEGACY_KERAS, "--env", "DRIFT=1")
+def test_a_worker_local_change_after_epoch_1_of_fit_fails_naming_that_epoch_and_variable(warm_run):
+    result = run_program(warm_run, "fit_batchnorm.py", *LEGACY_KERAS, "--env", "DRIFT=1")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert problems(result.stdout) == [
         "model state differs at epoch 1 (step 5): worker-1 differs from worker-0 in 1 of 13 compared variables: "
@@ -75,8 +75,8 @@ def test_a_worker_local_change_after_epoch_1_of_fit_fails_naming_that_epoch_and_
     ]
 
 
-def test_a_model_built_outside_the_strategys_scope_is_named(scripts_run):
-    result = run_program(scripts_run, "fit_batchnorm.py", *LEGACY_KERAS, "--env", "OUTSIDE_SCOPE=1")
+def test_a_model_built_outside_the_strategys_scope_is_named(warm_run):
+    result = run_program(warm_run, "fit_batchnorm.py", *LEGACY_KERAS, "--env", "OUTSIDE_SCOPE=1")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert problems(result.stdout) == [
         f"worker-{index}: 6 trainable variable(s) made outside strategy.scope(), so trained by this worker alone: "
@@ -85,11 +85,11 @@ def test_a_model_built_outside_the_strategys_scope_is_named(scripts_run):
     ]
 
 
-def test_tensorflows_keras_tutorial_trains_in_sync_but_fails_on_its_overlapping_shards_until_seeded(scripts_run):
+def test_tensorflows_keras_tutorial_trains_in_sync_but_fails_on_its_overlapping_shards_until_seeded(warm_run):
     # As TensorFlow publishes it: an unseeded shuffle before the DATA shard, so each worker keeps every
     # other element of its own permutation. The weights agree (the gradients are all-reduced); the data
     # do not: about half of what each read in its first pass over the data, the other read too.
-    result = run_program(scripts_run, "keras_tutorial.py", *LEGACY_KERAS)
+    result = run_program(warm_run, "keras_tutorial.py", *LEGACY_KERAS)
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert '{"event": "final"' not in result.stdout and "worker=0 " not in result.stdout  # Nothing of ours.
     assert "model state differs" not in result.stdout
@@ -103,7 +103,7 @@ def test_tensorflows_keras_tutorial_trains_in_sync_but_fails_on_its_overlapping_
     # Two independent halves of the same 2048: each shares about half of its 1024 with the other.
     assert found and 30 <= int(found[2]) <= 70, problem
 
-    result = run_program(scripts_run, "keras_tutorial.py", *LEGACY_KERAS, "--env", "SHUFFLE_SEED=1")
+    result = run_program(warm_run, "keras_tutorial.py", *LEGACY_KERAS, "--env", "SHUFFLE_SEED=1")
     assert result.returncode == ExitCode.OK, result.stdout[-3000:] + result.stderr
     lines = verdict_lines(result.stdout)
     assert re.fullmatch(
@@ -119,8 +119,8 @@ def test_tensorflows_keras_tutorial_trains_in_sync_but_fails_on_its_overlapping_
     ), lines[-1]
 
 
-def test_workers_that_apply_their_own_gradients_are_caught_by_how_they_applied_them(scripts_run):
-    result = run_program(scripts_run, "unsynchronized.py")
+def test_workers_that_apply_their_own_gradients_are_caught_by_how_they_applied_them(warm_run):
+    result = run_program(warm_run, "unsynchronized.py")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     assert problems(result.stdout) == [
         f"worker-{index}: its SGD applied gradients that were never all-reduced: apply_gradients ran outside "
@@ -133,8 +133,8 @@ def test_workers_that_apply_their_own_gradients_are_caught_by_how_they_applied_t
 
 
 @pytest.mark.parametrize("workers", [2])
-def test_workers_that_never_synchronize_eagerly_are_caught_by_their_traffic(scripts_run, workers):
-    result = run_program(scripts_run, "unsynchronized.py", "--workers", str(workers), "--env", "EAGER=1")
+def test_workers_that_never_synchronize_eagerly_are_caught_by_their_traffic(warm_run, workers):
+    result = run_program(warm_run, "unsynchronized.py", "--workers", str(workers), "--env", "EAGER=1")
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
     *unproven, problem = problems(result.stdout)
     # Eagerly, how the gradients were reduced cannot be read: not proven, whatever the traffic.

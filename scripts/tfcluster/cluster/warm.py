@@ -257,7 +257,7 @@ class _Exec:
         self._services = services
         self._run_id = run_id
         self._collects = collects
-        self._width = max(len(service.name) for service in services)
+        self._width = max(len(_shown(service.name)) for service in services)
         self._print_lock = threading.Lock()
         # Each service's lines as they came, with the host's time of each (the report's timeline).
         self._lines: dict[str, list[tuple[float, str]]] = {service.name: [] for service in services}
@@ -352,7 +352,7 @@ class _Exec:
         )
 
     def _forward(self, name: str, process: subprocess.Popen) -> None:
-        prefix = f"{name:<{self._width}}  | "
+        prefix = f"{_shown(name):<{self._width}}  | "
         for line in process.stdout:
             self._lines[name].append((time.time(), line))
             with self._print_lock:
@@ -392,6 +392,12 @@ def _environment_of(service: dict) -> dict[str, str]:
 def _container(project: str, service: str) -> str:
     """Compose's name for a service's one container."""
     return f"{project}-{service}-1"
+
+
+def _shown(service: str) -> str:
+    """How Compose names a service's one container in its output (`worker-0-1  | `): a warm run's
+    lines read as a cold run's, so that what reads one (a person, grep, a test) reads both."""
+    return f"{service}-1"
 
 
 def _inspected(names: list[str]) -> dict[str, dict]:

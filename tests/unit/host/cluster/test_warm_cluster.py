@@ -103,6 +103,15 @@ def test_each_service_is_execd_with_its_environment_by_name_and_a_folder_of_the_
     assert verifier[-4:] == ["-m", "trainer.verifier", "--results", "/results/runs/r1"]
 
 
+def test_a_warm_runs_lines_are_prefixed_as_composes_so_they_read_as_a_cold_runs(capsys):
+    cluster = warm.WarmCluster({"COMPOSE_FILE": "compose.yaml", "COMPOSE_PROJECT_NAME": "mine"}, ["worker-0"])
+    execs = warm._Exec(cluster, cluster._services(CONFIG, IMAGE), "r1", collects=False)
+    for name, said in [("worker-0", "train | epoch 1\n"), ("verifier", "verdict: PASS\n")]:
+        execs._forward(name, subprocess.Popen(["printf", said], stdout=subprocess.PIPE, text=True))
+    # `docker compose up`'s own prefix: the container's name without the project's, padded alike.
+    assert capsys.readouterr().out == "worker-0-1  | train | epoch 1\nverifier-1  | verdict: PASS\n"
+
+
 def test_a_warm_cluster_is_brought_up_again_when_missing_stopped_or_of_another_key(monkeypatch):
     def inspected(*things):
         def fake_run(command, **_options):
