@@ -126,6 +126,7 @@ class Recorder:
     def __init__(self, codes: dict[str, int]):
         self.codes = codes
         self.commands: list[tuple[tuple[str, ...], dict]] = []
+        self.asked: list[tuple[str, str]] = []  # What the engine was asked it has of the project.
 
     def __call__(self, command, **options):
         self.commands.append((tuple(command), options))
@@ -138,7 +139,7 @@ def recorded(tmp_path, monkeypatch):
     # This machine may itself be a container; a test of whether a run checks its mounts sets its own.
     monkeypatch.setattr(hostpaths, "in_container", lambda _environment: False)
 
-    def start(argv, codes=None, **variables):
+    def start(argv, codes=None, left=("container", "network", "volume", "running"), **variables):
         recorder = Recorder(codes or {})
         monkeypatch.setattr(paths, "ROOT", tmp_path)
         # The run takes its default project name from compose.yaml, as Compose does.
@@ -148,6 +149,9 @@ def recorded(tmp_path, monkeypatch):
         monkeypatch.setattr(cancel, "run", recorder)
         # No other checkout's containers: the engine is not asked.
         monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
+        # What the engine has of the project (containers, networks, volumes; "running" containers):
+        # by default all, so that `down` and `stop` run.
+        monkeypatch.setattr(steps, "of_project", lambda kind, name: recorder.asked.append((kind, name)) or kind in left)
         # Nor for the report's containers (tests/unit/host/report/ test what it makes of them).
         monkeypatch.setattr(engine, "containers", lambda _project: {})
         for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE", "EXTRA_REQUIREMENTS", "TFCLUSTER_IMAGE"):

@@ -53,6 +53,9 @@ def docker(monkeypatch):
         # The children a run can cancel (set-up, `up`: tfcluster/cluster/cancel.py) too.
         monkeypatch.setattr(cancel, "run", stand_in)
         monkeypatch.setattr(runs, "foreign_checkouts", lambda _name, _root: [])
+        # An earlier run's containers left, a worker still running: `down` and `stop` both run
+        # (when they do not: tests/unit/host/cluster/test_run_steps.py).
+        monkeypatch.setattr(steps, "of_project", lambda _kind, _name: True)
         # The report's reading of the containers is tests/unit/host/report/'s.
         monkeypatch.setattr(engine, "containers", lambda _project: {})
         return stand_in

@@ -2,7 +2,8 @@
 
 import subprocess
 
-from tfcluster.cluster import scaling
+import pytest
+from tfcluster.cluster import scaling, steps
 from tfcluster.project import requirements
 
 from tests.unit.host.conftest import DOWN, STOP, UP
@@ -31,6 +32,24 @@ def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_pat
     assert recorder.commands[2][1]["env"]["COMPOSE_ANSI"] == "never"
     assert recorder.commands[1][1]["stdout"] == recorder.commands[3][1]["stdout"] == subprocess.DEVNULL
     assert (tmp_path / RUN_FOLDER / "compose.workers.yaml").read_text() == scaling.render(3)
+
+
+@pytest.mark.parametrize(
+    ("left", "commands"),
+    [
+        ((), [UP]),  # A name not used before, and every worker ended with the verdict.
+        (("volume",), [DOWN, UP]),  # Anything of the project's left: a volume of a run killed outright.
+        (("container", "running"), [DOWN, UP, STOP]),  # A worker outlived the verdict.
+    ],
+)
+def test_down_and_stop_run_only_where_the_engine_has_something_of_the_project_for_them(recorded, left, commands):
+    status, recorder = recorded([], left=left)
+    assert status == 0
+    assert [command for command, _ in recorder.commands][1:] == commands
+    # Asked before down until one kind is found, and before stop.
+    kinds = ["container", "network", "volume"]
+    before_down = kinds[: kinds.index(left[0]) + 1] if left else kinds
+    assert recorder.asked == [(kind, "tfcluster") for kind in [*before_down, "running"]]
 
 
 def test_a_failed_setup_ends_the_run_with_its_status(recorded):
@@ -102,3 +121,30 @@ def test_a_bake_builds_on_the_trainer_image_by_name_and_compose_runs_it_by_id(tm
     execution.environment.pop("TFCLUSTER_IMAGE")  # As the bake's environment may leave it.
     execution.pin_image()
     assert execution.by_name()["TFCLUSTER_IMAGE"] == "tfcluster-project:abc"
+
+
+@pytest.mark.parametrize(
+    ("answer", "has"),
+    [
+        (subprocess.CompletedProcess([], 0, "", ""), False),
+        (subprocess.CompletedProcess([], 0, "3f2a\n", ""), True),
+        (subprocess.CompletedProcess([], 1, "", "Cannot connect to the Docker daemon"), True),
+        (FileNotFoundError("docker"), True),
+    ],
+)
+def test_what_the_engine_cannot_answer_it_may_have(monkeypatch, answer, has):
+    """Where the engine does not say it has nothing, down and stop run as they always did."""
+    asked = []
+
+    def fake_run(command, **_options):
+        asked.append(command)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(steps.subprocess, "run", fake_run)
+    assert steps.of_project("running", "mine") is has
+    assert asked == [["docker", "ps", "--quiet", "--filter", "label=com.docker.compose.project=mine"]]
+    asked.clear()
+    steps.of_project("volume", "mine")
+    assert asked == [["docker", "volume", "ls", "--quiet", "--filter", "label=com.docker.compose.project=mine"]]

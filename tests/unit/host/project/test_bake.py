@@ -60,7 +60,7 @@ def test_the_dry_run_of_a_baked_project_names_its_image_and_mounts_nothing(sandb
         "--build-arg TFCLUSTER_IMAGE=tfcluster:latest --label tfcluster.project.folder="
     ) in text
     assert (
-        "  docker compose down --volumes --remove-orphans --timeout 1\n"
+        "  docker compose down --volumes --remove-orphans --timeout 1 (unless nothing left)\n"
         "  docker image rm (this folder's earlier tfcluster-baked images, if any)\n"
         "  docker image prune --force --filter label=org.opencontainers.image.title=tfcluster-baked\n"
         "  docker compose up "
