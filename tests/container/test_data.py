@@ -5,6 +5,9 @@ Each program of tests/fixtures/data/ runs unchanged on the cluster through scrip
 weights agree in every one of them: only the keys of what each worker's input delivered
 (trainer/observer/data.py, trainer/verifier/data.py) tell a sharded input from one every worker
 reads whole.
+
+They run on their module's warm cluster (tests/container/conftest.py's warm_run), in an order that
+changes TF_USE_LEGACY_KERAS once: each change restarts the warm zygotes under the new key.
 """
 
 import functools

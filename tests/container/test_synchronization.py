@@ -5,6 +5,9 @@ once as it is (the check passes) and once with its real bug switched on (the che
 a per-worker learning rate in a custom loop, a worker-local change to a kernel in `fit`, a model
 built outside the strategy's scope, and a program that never all-reduces a gradient (traced, and
 run eagerly, where only its traffic tells).
+
+They run on their module's warm cluster (tests/container/conftest.py's warm_run), in an order that
+changes TF_USE_LEGACY_KERAS once: each change restarts the warm zygotes under the new key.
 """
 
 import functools
@@ -53,6 +56,38 @@ def test_a_per_worker_learning_rate_fails_naming_the_step_and_the_variables(warm
         "sequential/dense/kernel, sequential/dense/bias, sequential/dense_1/kernel, sequential/dense_1/bias "
         "(and 1 more)"
     ]
+
+
+def test_workers_that_apply_their_own_gradients_are_caught_by_how_they_applied_them(warm_run):
+    result = run_program(warm_run, "unsynchronized.py")
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    assert problems(result.stdout) == [
+        f"worker-{index}: its SGD applied gradients that were never all-reduced: apply_gradients ran outside "
+        "strategy.run, where it reduces nothing, and no collective produced them: each worker trained on its "
+        "own gradients"
+        for index in (0, 1)
+    ]
+    # Their weights were identical: only the evidence says no.
+    assert "model state differs" not in result.stdout
+
+
+@pytest.mark.parametrize("workers", [2])
+def test_workers_that_never_synchronize_eagerly_are_caught_by_their_traffic(warm_run, workers):
+    result = run_program(warm_run, "unsynchronized.py", "--workers", str(workers), "--env", "EAGER=1")
+    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
+    *unproven, problem = problems(result.stdout)
+    # Eagerly, how the gradients were reduced cannot be read: not proven, whatever the traffic.
+    assert unproven == [
+        f"worker-{index}: not proven: its SGD applied gradients eagerly outside strategy.run, where how they were "
+        "reduced cannot be read (run the step in strategy.run, or as a tf.function)"
+        for index in range(workers)
+    ]
+    assert problem.startswith(
+        "TensorFlow's connections carried less than 12 steps of all-reduce of 1.0 MB of gradients must "
+        "move (6.0 MB each way): worker-0 sent "
+    ), problem
+    assert problem.endswith("the gradients did not cross the network, so the workers never synchronized")
+    assert "model state differs" not in result.stdout
 
 
 def test_a_fit_model_with_batch_normalization_passes_its_moving_statistics_listed_as_local(warm_run):
@@ -117,35 +152,3 @@ def test_tensorflows_keras_tutorial_trains_in_sync_but_fails_on_its_overlapping_
         r"up to 18 variables, 21\.1 MB\)",
         lines[-1],
     ), lines[-1]
-
-
-def test_workers_that_apply_their_own_gradients_are_caught_by_how_they_applied_them(warm_run):
-    result = run_program(warm_run, "unsynchronized.py")
-    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
-    assert problems(result.stdout) == [
-        f"worker-{index}: its SGD applied gradients that were never all-reduced: apply_gradients ran outside "
-        "strategy.run, where it reduces nothing, and no collective produced them: each worker trained on its "
-        "own gradients"
-        for index in (0, 1)
-    ]
-    # Their weights were identical: only the evidence says no.
-    assert "model state differs" not in result.stdout
-
-
-@pytest.mark.parametrize("workers", [2])
-def test_workers_that_never_synchronize_eagerly_are_caught_by_their_traffic(warm_run, workers):
-    result = run_program(warm_run, "unsynchronized.py", "--workers", str(workers), "--env", "EAGER=1")
-    assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout[-3000:] + result.stderr
-    *unproven, problem = problems(result.stdout)
-    # Eagerly, how the gradients were reduced cannot be read: not proven, whatever the traffic.
-    assert unproven == [
-        f"worker-{index}: not proven: its SGD applied gradients eagerly outside strategy.run, where how they were "
-        "reduced cannot be read (run the step in strategy.run, or as a tf.function)"
-        for index in range(workers)
-    ]
-    assert problem.startswith(
-        "TensorFlow's connections carried less than 12 steps of all-reduce of 1.0 MB of gradients must "
-        "move (6.0 MB each way): worker-0 sent "
-    ), problem
-    assert problem.endswith("the gradients did not cross the network, so the workers never synchronized")
-    assert "model state differs" not in result.stdout
