@@ -137,6 +137,7 @@ def test_warm_runs_in_a_row_take_every_edit_survive_a_failure_and_a_keras_change
     finally:
         Cluster(name=name, environ=environ).down()
         assert Cluster(name=name, environ=environ).warm_down() == 0
+        shutil.rmtree(ROOT / ".tfcluster" / f"{name}-warm", ignore_errors=True)  # Its files in the checkout.
     assert leftovers(f"{name}-warm") == []
 
 
@@ -195,4 +196,5 @@ def test_warm_workers_run_shaped_measured_again_each_run_and_leave_no_rule_behin
     finally:
         Cluster(name=name, environ=environ).down()
         assert Cluster(name=name, environ=environ).warm_down() == 0
+        shutil.rmtree(ROOT / ".tfcluster" / f"{name}-warm", ignore_errors=True)  # Its files in the checkout.
     assert leftovers(f"{name}-warm") == []
