@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+from tfcluster import Cluster
 from tfcluster.cluster import runs
 
 # scripts/tfcluster/cluster/compose.py (pytest puts scripts/ on the path). Renamed here, since this file's
@@ -131,12 +132,12 @@ class WarmRun(ScriptsRun):
             warm_down(self.name)
 
 
-def warm_down(name: str) -> None:
-    """A warm cluster's containers, network and volumes, and its files in the checkout."""
-    subprocess.run(
-        [str(ROOT / "scripts" / "run"), "--warm-down", "--name", name], cwd=ROOT, capture_output=True, timeout=120
-    )
+def warm_down(name: str, environ: dict[str, str] | None = None) -> int:
+    """A warm cluster's containers, network and volumes (`Cluster.warm_down`, as `scripts/run
+    --warm-down`), then its files in the checkout; Compose's exit status."""
+    status = Cluster(name=name, environ=dict(os.environ) if environ is None else environ).warm_down()
     shutil.rmtree(ROOT / ".tfcluster" / f"{name}-warm", ignore_errors=True)
+    return status
 
 
 # tf-keras for `fit`: Keras 3's is broken under MultiWorkerMirroredStrategy.

@@ -18,7 +18,7 @@ from tfcluster import Cluster
 from tfcluster.cluster.compose import unique_name
 
 from tests.conftest import ROOT
-from tests.container.conftest import running
+from tests.container.conftest import running, warm_down
 
 pytestmark = [pytest.mark.container, pytest.mark.usefixtures("docker")]
 
@@ -136,8 +136,7 @@ def test_warm_runs_in_a_row_take_every_edit_survive_a_failure_and_a_keras_change
         assert final_states(cold) == final_states(first)  # The same weights, bit for bit.
     finally:
         Cluster(name=name, environ=environ).down()
-        assert Cluster(name=name, environ=environ).warm_down() == 0
-        shutil.rmtree(ROOT / ".tfcluster" / f"{name}-warm", ignore_errors=True)  # Its files in the checkout.
+        assert warm_down(name, environ) == 0  # Its files in the checkout too.
     assert leftovers(f"{name}-warm") == []
 
 
@@ -195,6 +194,5 @@ def test_warm_workers_run_shaped_measured_again_each_run_and_leave_no_rule_behin
         assert rules_left() == {"shaper-0": [], "shaper-1": []}
     finally:
         Cluster(name=name, environ=environ).down()
-        assert Cluster(name=name, environ=environ).warm_down() == 0
-        shutil.rmtree(ROOT / ".tfcluster" / f"{name}-warm", ignore_errors=True)  # Its files in the checkout.
+        assert warm_down(name, environ) == 0  # Its files in the checkout too.
     assert leftovers(f"{name}-warm") == []

@@ -96,9 +96,9 @@ def _remove_project(project: str, containers: list[str]) -> None:
     """Its containers (killed: nothing of theirs is wanted), then its networks and volumes."""
     _docker("rm", "--force", "--volumes", *containers)
     for kind in ("network", "volume"):
-        listed = _docker(kind, "ls", "--quiet", "--filter", f"label={PROJECT_LABEL}={project}")
-        if listed.stdout.split():
-            _docker(kind, "rm", *listed.stdout.split())
+        ids = engine.listed(kind, project)
+        if ids:
+            _docker(kind, "rm", *ids)
 
 
 def _docker(*arguments: str) -> subprocess.CompletedProcess:

@@ -19,6 +19,7 @@ from tfcluster.ci import hostpaths
 from tfcluster.cluster import build, cancel, composefiles, runs, verdict, warm
 from tfcluster.cluster.compose import VERDICT_SERVICE, ComposeProject, exit_status
 from tfcluster.project.layout import DEFAULT_IMAGE
+from tfcluster.report import engine
 from trainer.contract.exitcodes import ExitCode
 
 SETUP = "scripts/setup"
@@ -229,8 +230,7 @@ class Compose:
         return [f"{command} (unless {self.unless})" if self.unless else command]
 
     def run(self, execution: Execution) -> int | None:
-        kinds = {NOTHING_LEFT: ("container", "network", "volume"), NOTHING_RUNNING: ("running",)}
-        if self.unless and not any(of_project(kind, execution.plan.name) for kind in kinds[self.unless]):
+        if self.unless and not any(of_project(kind, execution.plan.name) for kind in ASKED[self.unless]):
             return None
         execution.quiet(*self.arguments)
         return None
@@ -238,23 +238,15 @@ class Compose:
 
 NOTHING_LEFT = "nothing left"  # No container, network or volume of the project: `down` has nothing to do.
 NOTHING_RUNNING = "nothing running"  # Every container of the project has stopped: so has `stop`.
+# What the engine is asked of the project, kind by kind, for each (report.engine.LISTINGS).
+ASKED = {NOTHING_LEFT: ("container", "network", "volume"), NOTHING_RUNNING: ("running",)}
 
 
 def of_project(kind: str, name: str) -> bool:
-    """Whether the engine has a container ("running": a running one), network or volume of the
-    Compose project `name`; if it cannot say, it may have (the Compose command then runs as always)."""
-    listing = {
-        "container": ["ps", "--all"],
-        "running": ["ps"],
-        "network": ["network", "ls"],
-        "volume": ["volume", "ls"],
-    }
-    command = ["docker", *listing[kind], "--quiet", "--filter", f"label=com.docker.compose.project={name}"]
-    try:
-        listed = subprocess.run(command, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return True
-    return listed.returncode != 0 or bool(listed.stdout.strip())
+    """Whether the engine has a thing of `kind` of the Compose project `name`; if it cannot say, it
+    may have (the Compose command then runs as always)."""
+    ids = engine.listed(kind, name)
+    return ids is None or bool(ids)
 
 
 @dataclass(frozen=True)

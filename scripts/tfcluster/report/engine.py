@@ -42,6 +42,25 @@ def inspected(label: str) -> list[dict]:
         return []
 
 
+# How each kind of a Compose project's things is listed ("running": its containers still running).
+LISTINGS = {
+    "container": ("ps", "--all"),
+    "running": ("ps",),
+    "network": ("network", "ls"),
+    "volume": ("volume", "ls"),
+}
+
+
+def listed(kind: str, project: str) -> list[str] | None:
+    """The ids of the Compose project's things of `kind` (LISTINGS); None if the engine cannot say."""
+    command = ["docker", *LISTINGS[kind], "--quiet", "--filter", f"label={PROJECT_LABEL}={project}"]
+    try:
+        answer = subprocess.run(command, capture_output=True, text=True, timeout=BOUND)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return answer.stdout.split() if answer.returncode == 0 else None
+
+
 def _described(entry: dict) -> dict:
     state, host = entry.get("State", {}), entry.get("HostConfig", {})
     return {

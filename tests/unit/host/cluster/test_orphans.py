@@ -27,11 +27,14 @@ class Engine:
         self.calls.append(("inspect", label))
         return self.containers
 
+    def listed(self, kind, project):
+        # A network or volume of the project's when listed.
+        self.calls.append(("listed", kind, project))
+        return [f"{kind}-of-the-project"]
+
     def __call__(self, *arguments):
         self.calls.append(arguments)
-        # A network or volume of the project's when listed; every other call says nothing.
-        out = f"{arguments[0]}-of-the-project\n" if arguments[1:3] == ("ls", "--quiet") else ""
-        return subprocess.CompletedProcess(["docker", *arguments], 0, stdout=out, stderr="")
+        return subprocess.CompletedProcess(["docker", *arguments], 0, stdout="", stderr="")
 
     def removed(self):
         return [call for call in self.calls if "rm" in call[:2]]
@@ -49,6 +52,7 @@ def test_a_killed_runs_cluster_is_removed_and_its_lock_marked_ended(tmp_path, mo
     engine = Engine(tmp_path)
     monkeypatch.setattr(orphans, "_docker", engine)
     monkeypatch.setattr(orphans.engine, "inspected", engine.inspected)
+    monkeypatch.setattr(orphans.engine, "listed", engine.listed)
     [orphan] = orphans.remove()
     assert (orphan.project, orphan.pid, orphan.containers) == ("tfc-1-1-train", 4242, ("c0", "c1", "c2"))
     assert "the Compose project tfc-1-1-train of a run that was killed (pid 4242" in orphan.describe()
@@ -77,6 +81,7 @@ def test_a_cluster_is_left_alone_unless_everything_says_its_run_was_killed(tmp_p
     engine = Engine(tmp_path, created=created)
     monkeypatch.setattr(orphans, "_docker", engine)
     monkeypatch.setattr(orphans.engine, "inspected", engine.inspected)
+    monkeypatch.setattr(orphans.engine, "listed", engine.listed)
     assert orphans.remove() == [], why
     assert engine.removed() == [], why
 
@@ -99,6 +104,7 @@ def test_a_live_runs_cluster_is_never_removed(tmp_path, monkeypatch):
     engine = Engine(tmp_path)
     monkeypatch.setattr(orphans, "_docker", engine)
     monkeypatch.setattr(orphans.engine, "inspected", engine.inspected)
+    monkeypatch.setattr(orphans.engine, "listed", engine.listed)
     try:
         assert holder.stdout.readline() == "held\n"
         assert orphans.remove() == []

@@ -142,7 +142,7 @@ def test_what_the_engine_cannot_answer_it_may_have(monkeypatch, answer, has):
             raise answer
         return answer
 
-    monkeypatch.setattr(steps.subprocess, "run", fake_run)
+    monkeypatch.setattr(steps.engine.subprocess, "run", fake_run)
     assert steps.of_project("running", "mine") is has
     assert asked == [["docker", "ps", "--quiet", "--filter", "label=com.docker.compose.project=mine"]]
     asked.clear()
