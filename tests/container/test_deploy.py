@@ -96,17 +96,37 @@ def _logs(container: str) -> str:
 
 def _wait_for_containers(label: str, *, present: bool, timeout: float = 120) -> list[str]:
     """Waits until containers with the label exist (or are all gone), woken by Docker's events."""
+    return _wait_for(
+        lambda: found if bool(found := _stack_containers(label)) == present else None,
+        f"containers labelled {label} still {'absent' if present else 'there'}",
+        timeout,
+    )
+
+
+def _wait_until_started(container: str, timeout: float = 120) -> None:
+    """Waits until Swarm has started the container (or it has ended). `docker wait` on one it has
+    only created returns 0 at once (created is "not running"), and its logs are empty: a verifier
+    found that early once read as an empty PASS-less exit 0."""
+    _wait_for(
+        lambda: _docker("inspect", "--format", "{{.State.Status}}", container).stdout.strip() != "created" or None,
+        f"container {container} never started",
+        timeout,
+    )
+
+
+def _wait_for(found, failure: str, timeout: float):
+    """What `found()` returns once it is not None, asked again at each of Docker's container events."""
     command = ["docker", "events", "--filter", "type=container", "--format", "{{.Action}}"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as events:
         timer = threading.Timer(timeout, events.kill)
         timer.start()
         try:
             while True:
-                found = _stack_containers(label)
-                if bool(found) == present:
-                    return found
+                answer = found()
+                if answer is not None:
+                    return answer
                 if not events.stdout.readline():  # Killed by the timer: no more events.
-                    raise AssertionError(f"containers labelled {label} still {'absent' if present else 'there'}")
+                    raise AssertionError(failure)
         finally:
             timer.cancel()
             events.kill()
@@ -120,6 +140,7 @@ def test_a_swarm_stack_of_n_replicas_trains_and_verifies(swarm, tmp_path):
         deployed = _docker("stack", "deploy", "--compose-file", str(stack_file), stack, check=False)
         assert deployed.returncode == 0, deployed.stderr
         (verifier,) = _wait_for_containers(f"com.docker.swarm.service.name={stack}_verifier", present=True)
+        _wait_until_started(verifier)
         exit_code = int(_docker("wait", verifier, timeout=240).stdout.strip())
         verdict = _logs(verifier)
         workers = "".join(
