@@ -11,18 +11,9 @@ import runpy
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
 # This file's folder (scripts/, for tfcluster) is first already; the root, for trainer.contract,
 # goes right after it, before anything of the user's.
-sys.path.insert(1, str(ROOT))
-# Under PYTHONDONTWRITEBYTECODE (set on many CI machines, and on this project's own) every command
-# would compile the harness's modules from source again: 0.15 s of each `scripts/run`, and of
-# every command a test starts. Their bytecode goes to the checkout's own state folder instead,
-# never beside a source file (where the variable's users do not want it); nothing is written if
-# that folder cannot be, and the processes a command starts are not affected (no variable is set).
-if sys.dont_write_bytecode and sys.pycache_prefix is None:
-    sys.pycache_prefix = str(ROOT / ".tfcluster" / "pycache")
-    sys.dont_write_bytecode = False
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 if __name__ == "__main__":
     command = sys.argv.pop(1)
