@@ -186,7 +186,8 @@ def test_a_failure_that_keeps_coming_back_ends_at_the_restart_limit(tmp_path, co
     assert "  - keeper: exited 8: keeper | gave up: " in result.stdout
     assert "worker-1 exited 1" in result.stdout
     # Two runs of the cluster, each crashing at the same step, and then no third.
-    assert project.logs("worker-1").count("fault | exiting 1 after step 6") == 2
+    worker_1 = project.logs("worker-1")
+    assert worker_1.count("fault | exiting 1 after step 6") == 2, worker_1
     assert elapsed < 120
     for service in ("worker-0", "worker-1"):
         assert not project.state(service)["State"]["Running"]
