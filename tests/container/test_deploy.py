@@ -83,8 +83,10 @@ def swarm(docker):
             _docker("network", "rm", "docker_gwbridge", check=False)
 
 
-def _stack_containers(label: str) -> list[str]:
-    return _docker("ps", "-aq", "--filter", f"label={label}").stdout.split()
+def _stack_containers(label: str, *statuses: str) -> list[str]:
+    """The containers with the label; with `statuses`, only those in one of them."""
+    only = [argument for status in statuses for argument in ("--filter", f"status={status}")]
+    return _docker("ps", "-aq", "--filter", f"label={label}", *only).stdout.split()
 
 
 def _logs(container: str) -> str:
@@ -94,39 +96,20 @@ def _logs(container: str) -> str:
     return logs.stdout + logs.stderr
 
 
-def _wait_for_containers(label: str, *, present: bool, timeout: float = 120) -> list[str]:
-    """Waits until containers with the label exist (or are all gone), woken by Docker's events."""
-    return _wait_for(
-        lambda: found if bool(found := _stack_containers(label)) == present else None,
-        f"containers labelled {label} still {'absent' if present else 'there'}",
-        timeout,
-    )
-
-
-def _wait_until_started(container: str, timeout: float = 120) -> None:
-    """Waits until Swarm has started the container (or it has ended). `docker wait` on one it has
-    only created returns 0 at once (created is "not running"), and its logs are empty: a verifier
-    found that early once read as an empty PASS-less exit 0."""
-    _wait_for(
-        lambda: _docker("inspect", "--format", "{{.State.Status}}", container).stdout.strip() != "created" or None,
-        f"container {container} never started",
-        timeout,
-    )
-
-
-def _wait_for(found, failure: str, timeout: float):
-    """What `found()` returns once it is not None, asked again at each of Docker's container events."""
+def _wait_for_containers(label: str, *statuses: str, present: bool, timeout: float = 120) -> list[str]:
+    """Waits until containers with the label (in one of `statuses`, if any) exist, or are all gone,
+    woken by Docker's events."""
     command = ["docker", "events", "--filter", "type=container", "--format", "{{.Action}}"]
     with subprocess.Popen(command, stdout=subprocess.PIPE, text=True) as events:
         timer = threading.Timer(timeout, events.kill)
         timer.start()
         try:
             while True:
-                answer = found()
-                if answer is not None:
-                    return answer
+                found = _stack_containers(label, *statuses)
+                if bool(found) == present:
+                    return found
                 if not events.stdout.readline():  # Killed by the timer: no more events.
-                    raise AssertionError(failure)
+                    raise AssertionError(f"containers labelled {label} still {'absent' if present else 'there'}")
         finally:
             timer.cancel()
             events.kill()
@@ -139,8 +122,11 @@ def test_a_swarm_stack_of_n_replicas_trains_and_verifies(swarm, tmp_path):
     try:
         deployed = _docker("stack", "deploy", "--compose-file", str(stack_file), stack, check=False)
         assert deployed.returncode == 0, deployed.stderr
-        (verifier,) = _wait_for_containers(f"com.docker.swarm.service.name={stack}_verifier", present=True)
-        _wait_until_started(verifier)
+        # Started (or ended): on a container Swarm has only created, `docker wait` returns 0 at once
+        # and its logs are empty, which read once as a verifier's exit 0 without a verdict.
+        (verifier,) = _wait_for_containers(
+            f"com.docker.swarm.service.name={stack}_verifier", "running", "exited", "dead", present=True
+        )
         exit_code = int(_docker("wait", verifier, timeout=240).stdout.strip())
         verdict = _logs(verifier)
         workers = "".join(
