@@ -126,7 +126,7 @@ class Zygote:
             connection.settimeout(None)
         except (OSError, ValueError):  # A timeout is an OSError too.
             request = None
-        if request is None or self._stopping is not None:
+        if request is None or self._stopping is not None or _hung_up(connection):
             reader.close_fds()
             connection.close()
             return None
@@ -242,6 +242,18 @@ def _put_in_place(reader: protocol.Reader, targets: list[int], own: list) -> Non
         os.dup2(descriptor, target)
     for descriptor in received:
         os.close(descriptor)
+
+
+def _hung_up(connection: socket.socket) -> bool:
+    """Whether the launcher has closed its end already: it asked, gave up waiting (a zygote still
+    importing past its deadline) and started its program cold. Its request is still there to read,
+    but a child forked for it would be a second program of its run until the loop saw the close."""
+    try:
+        return connection.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+    except BlockingIOError:
+        return False  # Open, and nothing more to read: as a launcher waiting for its answer is.
+    except OSError:
+        return True
 
 
 def _peer_pid(connection: socket.socket) -> int:

@@ -7,6 +7,7 @@ and its key once at start-up, so that a test sees it restart.
 import ctypes
 import os
 import sys
+import time
 
 from trainer.contract import zygote as protocol
 from trainer.zygote import child, server, threads
@@ -26,6 +27,8 @@ def main() -> int:
     def say(message):
         print(f"zygote | {message}", flush=True)
 
+    # As long as TensorFlow's import, if a test asks: its launchers wait in the socket's backlog.
+    time.sleep(float(os.environ.get("STANDIN_IMPORT_SECONDS", "0")))
     kept = child.Kept.now(os.environ.get("PYTHONPATH", ""))
     fork = server.Zygote(listener, key=key, unsafe=unsafe, say=say).serve()
     if fork is None:

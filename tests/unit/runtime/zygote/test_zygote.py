@@ -39,7 +39,7 @@ def zygote(tmp_path):
     socket_path = str(tmp_path / "zygote" / "socket")
     started = []
 
-    def start(**variables):
+    def start(*, wait=True, **variables):
         environment = {**BASE, protocol.SOCKET_VARIABLE: socket_path, **variables}
         process = subprocess.Popen(
             [sys.executable, str(STANDIN)],
@@ -50,7 +50,7 @@ def zygote(tmp_path):
             cwd=tmp_path,
         )
         started.append(process)
-        for line in process.stdout:  # The socket is there once it says so.
+        for line in process.stdout if wait else ():  # The socket is there once it says so.
             if "ready" in line:
                 break
         return process
@@ -303,6 +303,24 @@ def test_a_programs_child_that_outlives_it_is_reaped_not_left_a_zombie(zygote, t
     while Path(f"/proc/{orphan}").exists() and time.monotonic() < deadline:
         time.sleep(0.05)  # No event of another process's end reaches this one.
     assert not Path(f"/proc/{orphan}").exists()  # Not even a zombie: the zygote reaped it.
+
+
+def test_a_request_whose_launcher_went_away_before_it_was_read_forks_nothing(zygote, tmp_path):
+    # A zygote still importing (the stand-in sleeps first) has the request in its backlog; the
+    # launcher gives up waiting, closes, and starts its program cold. No second program of its run.
+    socket_path, start = zygote
+    standin = start(wait=False, STANDIN_IMPORT_SECONDS="2")
+    marker = tmp_path / "ran"
+    process, cold, _, _ = fork(
+        socket_path, [sys.executable, "-c", f"open({str(marker)!r}, 'w')"], cwd=tmp_path, timeout=0.5
+    )
+    assert process is None and cold.startswith("the zygote did not answer"), cold
+    for line in standin.stdout:  # Served: what was in its backlog has been read.
+        if "ready" in line:
+            break
+    after, _, output, _ = fork(socket_path, [sys.executable, "-c", "print('next run')"], cwd=tmp_path)
+    assert after.wait() == 0 and output.read() == "next run\n"
+    assert not marker.exists()
 
 
 @pytest.mark.parametrize(
