@@ -19,6 +19,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from trainer.contract import zygote
+from trainer.contract.faults import VARIABLE as FAULTS
 
 _METADATA_KEY = "setting"
 
@@ -280,3 +281,6 @@ class VerifierSettings(Settings):
     """
 
     data_sharding: str = setting(env="TF_DATA_SHARDING", choices=("sharded", "replicated"), default="sharded")
+    # The network faults the run asked for (scripts/run --fault, compose.network.yaml): each must be
+    # in a shaper's record, injected or never reached, or the run did not test it.
+    faults_text: str = setting(env=FAULTS, default="")

@@ -211,9 +211,10 @@ async def shape(settings: ShaperSettings) -> int:
     found = [check for link in measured for check in checks(expected[link.peer], link)]
     say_measured(me, measured, found)
     report = report_of(me, profile, measured, found, run_id, by_link)
+    # Every fault recorded before the report that the launcher waits for to train (schedule.py says why).
+    schedule.plan(mine, record := Path(record_path(settings.results_dir, me)))
     write_report(settings.results_dir, me, report)
-    ok = report["ok"]
-    say(f"{me}: shaping {'in place' if ok else 'NOT as the profile asks'}; staying until the worker ends")
+    say(f"{me}: shaping {'in place' if report['ok'] else 'NOT as the profile asks'}; staying until the worker ends")
     ended = threading.Event()
     inject, undo = injector(peers)
     faults = loop.run_in_executor(
@@ -223,7 +224,7 @@ async def shape(settings: ShaperSettings) -> int:
             mine,
             worker=me,
             progress=files.progress,
-            record=Path(record_path(settings.results_dir, me)),
+            record=record,
             inject=inject,
             undo=undo,
             ended=ended,

@@ -7,8 +7,8 @@ profile), undoes it the fault's seconds later (heals the cut, gives the link its
 records each fault in the results directory (`faults-<worker>.json`, rewritten whole) for the
 verifier: what it was, when it was cut and healed, the step and epoch it hit, and the training's
 step time before, during and after it (as long as the cut, up to PACE_WINDOW, each: the next
-fault is looked for after that). A fault the training never reached (the worker ended first) is
-recorded as such.
+fault is looked for after that). Every fault is in the record before the worker trains, as not
+reached until it is (`plan`): one the training never reached (the worker ended first) stays so.
 """
 
 import json
@@ -59,12 +59,35 @@ def run(
     A fault is injected once a run, however often the keeper restarts the cluster: a shaper started
     again keeps the faults its predecessor reached (the first ones, in order) and goes on from there.
     """
-    done = _reached_before(faults, record)
+    done = plan(faults, record)
     if done:
         say(f"{worker}: {len(done)} fault(s) injected before the restart: not again")
     act = {"inject": inject, "undo": undo, "say": say, "worker": worker}
     _go_through(faults[len(done) :], done, progress=progress, record=record, ended=ended, **act)
     return done
+
+
+def plan(faults: list[Fault], record: Path) -> list[dict]:
+    """Every fault of this run in the record before the worker trains, and the ones a predecessor
+    reached (returned) as it left them: the verifier reads the record as soon as the worker has
+    ended, which may be before this shaper's last word, and must find every fault there, the ones
+    never reached said to be (a missing one would be a fault asked for and silently untested).
+
+    The shaper writes it before its report, which the worker's launcher waits for; `run` writes it
+    again, the same."""
+    done = _reached_before(faults, record)
+    if faults:
+        _write(record, done + _unreached(faults[len(done) :]))
+    return done
+
+
+def _described(fault: Fault) -> dict:
+    entry = {"fault": fault.describe(), "kind": fault.kind, "worker": fault.worker, "way": fault.way}
+    return entry | {"seconds": fault.seconds, "trigger": fault.trigger, "at": fault.at}
+
+
+def _unreached(faults: list[Fault]) -> list[dict]:
+    return [_described(fault) | {"reached": False} for fault in faults]
 
 
 def _reached_before(faults: list[Fault], record: Path) -> list[dict]:
@@ -117,14 +140,15 @@ def _window(steps: int, seconds: float) -> dict | None:
 
 def _go_through(faults, done: list[dict], *, progress, record, inject, undo, ended, say, worker) -> None:
     timeline = Timeline(progress)
-    for fault in faults:
+    for index, fault in enumerate(faults):
         words = WORDS[fault.kind]
-        entry = {"fault": fault.describe(), "kind": fault.kind, "worker": fault.worker, "way": fault.way}
-        entry |= {"seconds": fault.seconds, "trigger": fault.trigger, "at": fault.at}
+        entry = _described(fault)
+        # The faults after this one, still to come: recorded as not reached, as `plan` wrote them.
+        ahead = _unreached(faults[index + 1 :])
         while not reached(fault, state := timeline.read(), time.time()):
             if ended.wait(POLL):
                 done.append(entry | {"reached": False})
-                _write(record, done)
+                _write(record, done + ahead)
                 say(f"{worker}: its training ended before {fault.when()}: {words.not_injected}")
                 return
         inject(fault)
@@ -140,7 +164,7 @@ def _go_through(faults, done: list[dict], *, progress, record, inject, undo, end
         pace = {"before": timeline.since(entry["cut_at"] - window, state)}
         entry["step_time"] = pace
         done.append(entry)
-        _write(record, done)
+        _write(record, done + ahead)
         say(f"{fault.describe()}: {words.injected} at step {entry['step']}")
         # The worker may end first (lost to its peers, or done): it was cut off to its end, and the
         # rules go; `healed_at` is then when, not a heal the training saw.
@@ -152,13 +176,13 @@ def _go_through(faults, done: list[dict], *, progress, record, inject, undo, end
         )
         if cut_short:
             entry["until_worker_end"] = True
-        _write(record, done)
+        _write(record, done + ahead)
         how = f"its worker ended, {words.in_force}, after" if cut_short else f"{words.undone} after"
         say(f"{worker}: {how} {entry['healed_at'] - entry['cut_at']:.1f}s")
         if not cut_short:
             # Before the next fault is looked for: one inside this window would blur both figures.
             pace["after"] = timeline.watch(window, ended)
-            _write(record, done)
+            _write(record, done + ahead)
 
 
 def _write(path: Path, entries: list[dict]) -> None:

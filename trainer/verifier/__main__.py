@@ -14,6 +14,7 @@ from pathlib import Path
 from trainer.contract import cluster as cluster_config
 from trainer.contract.console import config_error
 from trainer.contract.exitcodes import ExitCode
+from trainer.contract.faults import parse as parse_faults
 from trainer.contract.settings import KeeperSettings, LaunchSettings, VerifierSettings
 from trainer.verifier import faults, given_exits, links, render, sources
 from trainer.verifier.recovery import from_keeper
@@ -187,11 +188,11 @@ def main(argv: list[str]) -> int:
         launch = LaunchSettings.from_env(os.environ)
         limit = KeeperSettings.from_env(os.environ).restart_limit
         intent = VerifierSettings.from_env(os.environ)
+        # The network faults asked for, each to be found in a shaper's record (faults.py).
+        asked = [fault.describe() for fault in parse_faults(intent.faults_text, names)]
     except ValueError as error:
         return config_error("verify", str(error))
-    recovery = None
-    shaped: tuple[str, ...] = ()
-    injected: tuple[dict, ...] = ()
+    recovery, shaped, injected = None, (), ()
     if arguments.results:
         if names is None:
             return config_error("verify", "--results needs the expected workers: --workers or TF_WORKER_HOSTS")
@@ -210,7 +211,7 @@ def main(argv: list[str]) -> int:
             reports = sources.from_results_dir(arguments.results, names, timeout=timeout, start_timeout=start_timeout)
         shaped = sources.network_reports(arguments.results, names)
         restarts = keeper_record.details.get("restarts") if arguments.keeper else None
-        injected = faults.records(arguments.results, names, restarts)
+        injected = faults.records(arguments.results, names, restarts, asked=asked)
     else:
         try:
             reports = saved_logs(arguments)

@@ -10,20 +10,24 @@ a PASS is the cluster riding the fault out.
 """
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from trainer.contract.faults import WORDS, record_path
 from trainer.contract.resultsdir import WorkerFiles
 
 
-def records(directory: Path, names: list[str], restarts: list[dict] | None = None) -> tuple[dict, ...]:
+def records(
+    directory: Path, names: list[str], restarts: list[dict] | None = None, *, asked: Sequence[str] = ()
+) -> tuple[dict, ...]:
     """Every worker's recorded faults, in the workers' order, each in the order it was applied,
     with when the worker ended (`worker_ended_at`: its final status's time, written as its launcher
     finished; the verdict comes after every worker's end, and may come before its shaper's last word).
 
     With the keeper's `restarts` (compose.recovery.yaml), a fault the cluster failed after is given
     the first restart after its cut (`restart`, counted from 1, and `cluster_failed_at`): the
-    worker's final status is then a later run's."""
+    worker's final status is then a later run's. A fault `asked` for (described) that no shaper
+    recorded comes last, as `recorded: False`: nothing says the run tested it."""
     found = []
     for name in names:
         try:
@@ -37,7 +41,8 @@ def records(directory: Path, names: list[str], restarts: list[dict] | None = Non
         found += [
             entry | {"by": name, "worker_ended_at": ended} | _restart_after(entry, restarts or []) for entry in entries
         ]
-    return _once(found)
+    told = {entry["fault"] for entry in found}
+    return _once(found) + tuple({"fault": fault, "recorded": False} for fault in asked if fault not in told)
 
 
 def _once(entries: list[dict]) -> tuple[dict, ...]:
@@ -97,6 +102,8 @@ def _late_end(entry: dict) -> str:
 
 
 def _line(entry: dict) -> str:
+    if entry.get("recorded") is False:
+        return f"fault: {entry['fault']}: no shaper recorded it, injected or not"
     if not entry.get("reached"):
         return f"fault: {entry['fault']}: not reached, the training ended first"
     words = WORDS[entry.get("kind", "cut")]
@@ -143,7 +150,12 @@ def problems(entries: tuple[dict, ...]) -> tuple[str, ...]:
     said = []
     for entry in entries:
         missed = [end["by"] for end in entry.get("ends", []) if "cut_at" not in end]
-        if not entry.get("reached"):
+        if entry.get("recorded") is False:
+            said.append(
+                f"fault never recorded: {entry['fault']}: no shaper of its workers said it injected it, "
+                "or that the training ended first: the run did not test it"
+            )
+        elif not entry.get("reached"):
             said.append(
                 f"fault never injected: {entry['fault']} (the training ended before it): the run did not test it"
             )

@@ -488,7 +488,16 @@ def _network(names: list[str]) -> dict:
             "environment": {"<<": Alias("shaper-environment"), **own["environment"]},
         }
     services[blank()] = None
-    services[VERDICT_SERVICE] = {"depends_on": names + shapers}
+    services[VERDICT_SERVICE] = {
+        "depends_on": names + shapers,
+        "environment": {
+            Comment(
+                "The faults asked for: each must be in a shaper's record, injected or never reached, or\n"
+                "the verdict fails (the run did not test it)."
+            ): None,
+            "TF_NETWORK_FAULTS": "${TF_NETWORK_FAULTS:-}",
+        },
+    }
     return {"x-shaper": Anchored("shaper", SHAPER), blank(): None, "services": services}
 
 

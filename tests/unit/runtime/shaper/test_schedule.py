@@ -333,3 +333,22 @@ def test_a_link_fault_one_end_applied_late_and_one_never_is_said_so(tmp_path):
     (tmp_path / "faults-worker-1.json").write_text(json.dumps([applied["worker-1"]]))
     [entry] = faults_of_verdict.records(tmp_path, list(applied))
     assert faults_of_verdict.line(entry) == f"fault: {fault}: applied at step 5, restored 3.0s later"
+
+
+def test_a_fault_asked_for_that_no_shaper_recorded_fails_the_verdict(tmp_path):
+    asked = ["cut worker-1 off at step 5 for 1s", "worker-0 <-> worker-1: thin at epoch 2 for 3s"]
+    # worker-1's shaper recorded its cut; no shaper said a word of the link's fault.
+    cut = {"fault": asked[0], "kind": "cut", "worker": "worker-1", "reached": True, "cut_at": 10.0, "step": 5}
+    (tmp_path / "faults-worker-1.json").write_text(json.dumps([cut | {"healed_at": 11.0}]))
+    entries = faults_of_verdict.records(tmp_path, ["worker-0", "worker-1"], asked=asked)
+    assert [(entry["fault"], entry.get("recorded", True)) for entry in entries] == [(asked[0], True), (asked[1], False)]
+    assert faults_of_verdict.line(entries[1]) == (
+        "fault: worker-0 <-> worker-1: thin at epoch 2 for 3s: no shaper recorded it, injected or not"
+    )
+    assert faults_of_verdict.problems(entries) == (
+        "fault never recorded: worker-0 <-> worker-1: thin at epoch 2 for 3s: no shaper of its workers said it "
+        "injected it, or that the training ended first: the run did not test it",
+    )
+    # Every one recorded: nothing added, nothing failed.
+    assert faults_of_verdict.records(tmp_path, ["worker-0", "worker-1"], asked=asked[:1]) == entries[:1]
+    assert faults_of_verdict.problems(entries[:1]) == ()

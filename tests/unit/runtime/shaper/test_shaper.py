@@ -1,6 +1,7 @@
 """The shaper's parts that need no privilege: profiles, the delaying relay, the probes, the checks."""
 
 import asyncio
+import json
 import random
 import signal
 import socket
@@ -14,6 +15,7 @@ from tests.conftest import free_port
 from trainer.contract import shaping
 from trainer.contract.resultsdir import Recorder, WorkerFiles
 from trainer.contract.shaping import PROFILES, Profile
+from trainer.shaper import __main__ as shaper
 from trainer.shaper import probe, relay, rules
 from trainer.shaper.__main__ import WAYS, cluster_of, wait_for_worker_end, write_report
 from trainer.shaper.__main__ import main as shaper_main
@@ -21,6 +23,7 @@ from trainer.shaper.checks import checks
 from trainer.shaper.probe import Link
 from trainer.shaper.settings import ShaperSettings
 from trainer.shaper.topology import PeerLink, links_of, uniform
+from trainer.verifier import faults as faults_of_verdict
 
 
 def profile_of(environ) -> Profile:
@@ -304,3 +307,50 @@ def test_a_link_expects_the_mean_of_its_two_directions_round_trips_and_what_it_s
         ("worker-1", "lan+custom", "lan+custom"),
         ("worker-2", "lan+custom", "wan"),
     ]
+
+
+def test_every_fault_is_recorded_before_the_worker_may_train_and_read_as_not_reached_when_it_ends(
+    tmp_path, monkeypatch
+):
+    # The fresh-clone CI run of 12c2cec: a fault the training never reached was in no record when
+    # the verifier looked, a moment after the workers' end and before the shaper's last word, and
+    # the run passed without it. The launcher trains once the shaper's report is there: by then,
+    # every fault must be recorded.
+    launcher = Recorder(WorkerFiles(tmp_path, "worker-1"), workers=["worker-0:12345", "worker-1:12345"], run="r1")
+    record = tmp_path / "faults-worker-1.json"
+    recorded_at_report = []
+    monkeypatch.setattr(shaper, "apply_afresh", lambda *arguments: asyncio.sleep(0))
+    monkeypatch.setattr(shaper.probe, "Server", lambda port: type("Server", (), {"close": lambda self: None})())
+    monkeypatch.setattr(shaper, "measure_all", lambda links: [])
+    monkeypatch.setattr(shaper.rules, "clear", lambda: None)
+    monkeypatch.setattr(
+        shaper,
+        "write_report",
+        lambda directory, worker, report: recorded_at_report.append(json.loads(record.read_text())),
+    )
+    # The worker ends at once, its shaper's schedule never to say another word.
+    monkeypatch.setattr(shaper, "wait_for_worker_end", lambda files: None)
+    monkeypatch.setattr(shaper.schedule, "run", lambda *arguments, **keywords: None)
+    faults = (
+        "cut worker-1 at step 5000 for 1s; worker-0 <-> worker-1: thin at epoch 9 for 2s; cut worker-0 at step 1 for 1s"
+    )
+    settings = ShaperSettings.from_env(
+        {"SHAPED_WORKER": "worker-1", "TF_RESULTS_DIR": str(tmp_path), "TF_NETWORK_FAULTS": faults}
+    )
+
+    assert asyncio.run(shaper.shape(settings)) == 0
+
+    # worker-1's own two, not worker-0's cut: each shaper records the faults it applies.
+    [planned] = recorded_at_report
+    assert [(entry["fault"], entry["reached"]) for entry in planned] == [
+        ("cut worker-1 off at step 5000 for 1s", False),
+        ("worker-0 <-> worker-1: thin at epoch 9 for 2s", False),
+    ]
+    launcher.finish(0)
+    judged = faults_of_verdict.records(tmp_path, ["worker-0", "worker-1"])
+    assert faults_of_verdict.problems(judged) == (
+        "fault never injected: cut worker-1 off at step 5000 for 1s (the training ended before it): "
+        "the run did not test it",
+        "fault never injected: worker-0 <-> worker-1: thin at epoch 9 for 2s (the training ended before it): "
+        "the run did not test it",
+    )

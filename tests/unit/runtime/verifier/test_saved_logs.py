@@ -31,9 +31,9 @@ LOST_REASON = (
 )
 
 
-def verify(*arguments):
+def verify(*arguments, **variables):
     env = {key: value for key, value in os.environ.items() if not key.startswith(("TF_", "TRAIN_"))}
-    return run_python("-m", "trainer.verifier", *map(str, arguments), env=env)
+    return run_python("-m", "trainer.verifier", *map(str, arguments), env=env | variables)
 
 
 @pytest.fixture
@@ -256,3 +256,29 @@ def test_a_saved_log_of_a_run_the_launcher_ended_gives_the_reason_its_status_gav
         "worker-1: exited 5: tensorflow.python.framework.errors_impl.UnavailableError: Collective ops is aborted "
         "by: failed to connect"
     ]
+
+
+def test_a_live_verdict_fails_a_fault_asked_for_that_no_shaper_recorded(tmp_path):
+    # Both workers trained the tutorial's run well, and no shaper recorded the fault the run asked
+    # for: nothing says it was tested, and the run must not pass as if it had been.
+    for index in (0, 1):
+        recorder = Recorder(WorkerFiles(tmp_path, f"worker-{index}"))
+        for line in (TUTORIAL / f"worker-{index}.log").read_text().splitlines(keepends=True):
+            recorder.log_line(line)
+        recorder.finish(ExitCode.OK)
+    arguments = ("--results", tmp_path, "--workers", "worker-0,worker-1", "--timeout", "10")
+    untold = verify(*arguments, TF_NETWORK_FAULTS="cut worker-1 at step 5 for 1s")
+    assert untold.returncode == ExitCode.VERIFICATION_FAILED, untold.stdout
+    assert problems(untold) == [
+        "fault never recorded: cut worker-1 off at step 5 for 1s: no shaper of its workers said it injected it, "
+        "or that the training ended first: the run did not test it"
+    ]
+    assert "fault: cut worker-1 off at step 5 for 1s: no shaper recorded it, injected or not" in untold.stdout
+    # The negative control: no fault asked for, the same results pass.
+    assert verify(*arguments).returncode == ExitCode.OK
+    bad = verify(*arguments, TF_NETWORK_FAULTS="cut worker-7 at step 5 for 1s")
+    assert bad.returncode == ExitCode.CONFIG_ERROR and bad.stdout == ""
+    assert bad.stderr.strip().splitlines() == [
+        "verify: config error: `TF_NETWORK_FAULTS`: 'cut worker-7 at step 5 for 1s': no worker-7 in this cluster "
+        "(worker-0, worker-1)"
+    ], bad.stderr
