@@ -133,11 +133,9 @@ class WarmRun(ScriptsRun):
 
 
 def warm_down(name: str, environ: dict[str, str] | None = None) -> int:
-    """A warm cluster's containers, network and volumes (`Cluster.warm_down`, as `scripts/run
-    --warm-down`), then its files in the checkout; Compose's exit status."""
-    status = Cluster(name=name, environ=dict(os.environ) if environ is None else environ).warm_down()
-    shutil.rmtree(ROOT / ".tfcluster" / f"{name}-warm", ignore_errors=True)
-    return status
+    """A warm cluster's containers, network and volumes, then its files in the checkout
+    (`Cluster.warm_down`, as `scripts/run --warm-down`); Compose's exit status."""
+    return Cluster(name=name, environ=dict(os.environ) if environ is None else environ).warm_down()
 
 
 # tf-keras for `fit`: Keras 3's is broken under MultiWorkerMirroredStrategy.

@@ -18,6 +18,8 @@ from trainer.verifier import faults as faults_of_verdict
 pytestmark = [pytest.mark.container, pytest.mark.timeout(240)]
 
 NETWORK = "compose.network.yaml"
+# A peer cut off as its launcher finds it: its name resolves, and nothing answers.
+SILENT = r"resolvable, no answer within \ds"
 # The default training's figures, on any network: the links change the time, never the result.
 MEASURED = re.compile(
     r"^verifier-1  \| (worker-\d): network (\w+) \(.*\): measured (worker-\d) rtt ([\d.]+) ms"
@@ -183,9 +185,21 @@ def test_a_partitioned_worker_is_lost_within_the_fail_fast_bound(compose_project
     for service in codes:
         assert (project.finished_at(service) - injected).total_seconds() < 30
     assert codes == {"worker-0": ExitCode.PEER_LOST, "worker-1": ExitCode.PEER_LOST}
-    # Each side, as docs/failures.md has it: the name still resolves, but no answer comes.
-    assert "lost peer worker-1:12345: resolvable, no answer within 2s (3 heartbeats missed)" in project.logs("worker-0")
-    assert "lost peer worker-0:12345: resolvable, no answer within 2s (3 heartbeats missed)" in project.logs("worker-1")
+    # Each side, as docs/failures.md has it: the name still resolves, but no answer comes. A race
+    # (seen in a fresh-clone CI run): TensorFlow may fail one side's program before its heartbeats
+    # do, and its launcher then names the peer as it found it, silent, or ended by then (exit 5, in
+    # the status the peer's launcher recorded in the results volume, which no cut reaches). Exit 5
+    # either way, and the side that lost the other first says it through the network.
+    logs = {service: project.logs(service) for service in codes}
+    silent = {
+        service: re.search(rf"lost peer {peer}:12345: {SILENT} \(3 heartbeats missed\)", logs[service])
+        or re.search(rf"after losing peer\(s\): {peer}:12345 \({SILENT}\)", logs[service])
+        for service, peer in (("worker-0", "worker-1"), ("worker-1", "worker-0"))
+    }
+    for service, peer in (("worker-0", "worker-1"), ("worker-1", "worker-0")):
+        ended = f"after losing peer(s): {peer}:12345 (exited 5 (its recorded status))"
+        assert silent[service] or ended in logs[service], logs[service][-3000:]
+    assert any(silent.values()), logs
 
 
 def test_a_one_way_cut_loses_the_worker_that_can_no_longer_send(compose_project):

@@ -53,7 +53,8 @@ def leftovers(project: str) -> list[str]:
             check=True,
         )
         found += [f"{kind} {item}" for item in listed.stdout.split()]
-    return found
+    # Its files in the checkout too: the warm file, the kept configuration, the lock.
+    return found + [f"folder {path}" for path in [ROOT / ".tfcluster" / project] if path.exists()]
 
 
 @pytest.mark.timeout(900)
@@ -136,7 +137,7 @@ def test_warm_runs_in_a_row_take_every_edit_survive_a_failure_and_a_keras_change
         assert final_states(cold) == final_states(first)  # The same weights, bit for bit.
     finally:
         Cluster(name=name, environ=environ).down()
-        assert warm_down(name, environ) == 0  # Its files in the checkout too.
+        assert warm_down(name, environ) == 0
     assert leftovers(f"{name}-warm") == []
 
 
@@ -194,5 +195,5 @@ def test_warm_workers_run_shaped_measured_again_each_run_and_leave_no_rule_behin
         assert rules_left() == {"shaper-0": [], "shaper-1": []}
     finally:
         Cluster(name=name, environ=environ).down()
-        assert warm_down(name, environ) == 0  # Its files in the checkout too.
+        assert warm_down(name, environ) == 0
     assert leftovers(f"{name}-warm") == []

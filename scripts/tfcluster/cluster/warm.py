@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -157,14 +158,18 @@ class WarmCluster:
             return _Exec(self, services, uuid.uuid4().hex[:12], collects=collects).run()
 
     def down(self) -> int:
-        """Takes the warm cluster down: its containers, network and volumes."""
+        """Takes the warm cluster down: its containers, network and volumes, then its files in the
+        checkout (.tfcluster/NAME-warm: the warm file, the kept configuration, the lock)."""
         # compose.yaml names every service a warm cluster has; --remove-orphans takes the rest.
         environment = {**self._environment, "COMPOSE_FILE": BASE_FILE, "COMPOSE_PROJECT_NAME": self.name}
         project = ComposeProject.from_environment(environment, cwd=self._root)
         result = project.compose("down", "--volumes", "--remove-orphans", "--timeout", "5")
         if result.returncode != 0:
             say(f"`docker compose -p {self.name} down` failed: {result.stderr.strip()}")
-        return result.returncode
+            return result.returncode
+        # Only once the cluster is gone: its warm file is what a second `down` would still need.
+        shutil.rmtree(self._root / ".tfcluster" / self.name, ignore_errors=True)
+        return 0
 
     def stop(self) -> None:
         """Stops every container of the warm cluster: each zygote passes SIGTERM to its run's launcher."""

@@ -175,7 +175,7 @@ def add_cluster_options(parser: Parser) -> None:
     parser.add_argument(
         "--warm-down",
         action="store_true",
-        help="take the warm cluster down (its containers, network and volumes) and exit",
+        help="take the warm cluster down (its containers, network, volumes and files in .tfcluster) and exit",
     )
 
 

@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+from pathlib import Path
 
 import pytest
 from tfcluster import Cluster
@@ -169,3 +170,26 @@ def test_warm_down_takes_the_runs_own_warm_cluster_down(monkeypatch):
     monkeypatch.setattr(warm.WarmCluster, "down", lambda self: taken_down.append(self.name) or 0)
     assert run.main(["--warm-down"], {"COMPOSE_PROJECT_NAME": "mine"}) == 0
     assert taken_down == ["mine-warm"]
+
+
+@pytest.mark.parametrize(("status", "left"), [(0, False), (1, True)])
+def test_warm_down_removes_its_files_in_the_checkout_once_the_cluster_is_gone(tmp_path, monkeypatch, status, left):
+    folder = tmp_path / ".tfcluster" / "mine-warm"
+    folder.mkdir(parents=True)
+    for name in (Path(warm.WARM_FILE).name, "config.json", "lock"):
+        (folder / name).write_text("{}")
+    downs = []
+
+    def compose(self, *arguments, **_options):
+        downs.append(arguments)
+        return subprocess.CompletedProcess(arguments, status, "", "" if status == 0 else "no engine")
+
+    monkeypatch.setattr(warm.ComposeProject, "compose", compose)
+    cluster = warm.WarmCluster(
+        {"COMPOSE_FILE": "compose.yaml", "COMPOSE_PROJECT_NAME": "mine"}, ["worker-0"], root=tmp_path
+    )
+    assert cluster.down() == status
+    assert downs == [("down", "--volumes", "--remove-orphans", "--timeout", "5")]
+    # A failed `down` keeps the warm file: the cluster may still be up, and a second `down` needs it.
+    assert folder.exists() is left
+    assert (tmp_path / ".tfcluster").is_dir()  # Other runs' files are not this one's to take.
