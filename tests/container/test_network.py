@@ -191,12 +191,13 @@ def test_a_partitioned_worker_is_lost_within_the_fail_fast_bound(compose_project
     # the status the peer's launcher recorded in the results volume, which no cut reaches). Exit 5
     # either way, and the side that lost the other first says it through the network.
     logs = {service: project.logs(service) for service in codes}
+    peers = {"worker-0": "worker-1", "worker-1": "worker-0"}
     silent = {
         service: re.search(rf"lost peer {peer}:12345: {SILENT} \(3 heartbeats missed\)", logs[service])
         or re.search(rf"after losing peer\(s\): {peer}:12345 \({SILENT}\)", logs[service])
-        for service, peer in (("worker-0", "worker-1"), ("worker-1", "worker-0"))
+        for service, peer in peers.items()
     }
-    for service, peer in (("worker-0", "worker-1"), ("worker-1", "worker-0")):
+    for service, peer in peers.items():
         ended = f"after losing peer(s): {peer}:12345 (exited 5 (its recorded status))"
         assert silent[service] or ended in logs[service], logs[service][-3000:]
     assert any(silent.values()), logs

@@ -181,18 +181,20 @@ def test_a_failure_that_keeps_coming_back_ends_at_the_restart_limit(tmp_path, co
     # Twice in CI's fresh clones the first run of the cluster failed otherwise: worker-1 found no
     # worker-0 by name for its whole join deadline (exit 4) and the restart went to that. Every
     # service's whole log on a failure, to tell where worker-0 was.
-    logs = "\n".join(f"--- {service}:\n{project.logs(service)}" for service in ("keeper", "worker-0", "worker-1"))
+    logs = {service: project.logs(service) for service in ("keeper", "worker-0", "worker-1")}
+    every_log = "\n".join(f"--- {service}:\n{log}" for service, log in logs.items())
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout
     assert project.exit_code("keeper") == ExitCode.GAVE_UP
-    keeper_log = project.logs("keeper")
+    keeper_log = logs["keeper"]
     # The first run failed as the second did: worker-1's crash (worker-0 may have lost it by then).
-    assert re.search(r"keeper \| restart 1 of at most 1: (worker-0 exited 5, )?worker-1 exited 1\b", keeper_log), logs
+    assert re.search(r"keeper \| restart 1 of at most 1: (worker-0 exited 5, )?worker-1 exited 1\b", keeper_log), (
+        every_log
+    )
     assert "after 1 restart(s) (TF_RESTART_LIMIT=1); stopping every worker" in keeper_log
     assert "  - keeper: exited 8: keeper | gave up: " in result.stdout
     assert "worker-1 exited 1" in result.stdout
     # Two runs of the cluster, each crashing at the same step, and then no third.
-    worker_1 = project.logs("worker-1")
-    assert worker_1.count("fault | exiting 1 after step 6") == 2, logs
+    assert logs["worker-1"].count("fault | exiting 1 after step 6") == 2, every_log
     assert elapsed < 120
     for service in ("worker-0", "worker-1"):
         assert not project.state(service)["State"]["Running"]

@@ -140,11 +140,12 @@ def _window(steps: int, seconds: float) -> dict | None:
 
 def _go_through(faults, done: list[dict], *, progress, record, inject, undo, ended, say, worker) -> None:
     timeline = Timeline(progress)
+    unreached = _unreached(faults)
     for index, fault in enumerate(faults):
         words = WORDS[fault.kind]
         entry = _described(fault)
         # The faults after this one, still to come: recorded as not reached, as `plan` wrote them.
-        ahead = _unreached(faults[index + 1 :])
+        ahead = unreached[index + 1 :]
         while not reached(fault, state := timeline.read(), time.time()):
             if ended.wait(POLL):
                 done.append(entry | {"reached": False})

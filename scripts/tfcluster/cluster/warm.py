@@ -130,6 +130,8 @@ class WarmCluster:
         self.name = project_name(environment)
         self._files = [file for file in environment["COMPOSE_FILE"].split(":") if file]
         self.warm_file = WARM_FILE.format(name=self.name)
+        # Its files in the checkout: the warm file, the kept configuration, the lock.
+        self._folder = root / Path(self.warm_file).parent
 
     def run(self, *, collects: bool) -> Outcome:
         """One run on the warm cluster, brought up (again) first if it is not current."""
@@ -168,7 +170,7 @@ class WarmCluster:
             say(f"`docker compose -p {self.name} down` failed: {result.stderr.strip()}")
             return result.returncode
         # Only once the cluster is gone: its warm file is what a second `down` would still need.
-        shutil.rmtree(self._root / ".tfcluster" / self.name, ignore_errors=True)
+        shutil.rmtree(self._folder, ignore_errors=True)
         return 0
 
     def stop(self) -> None:
@@ -177,7 +179,7 @@ class WarmCluster:
 
     @contextlib.contextmanager
     def _locked(self):
-        path = self._root / ".tfcluster" / self.name / "lock"
+        path = self._folder / "lock"
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "a") as lock:
             try:
@@ -197,7 +199,7 @@ class WarmCluster:
         """The run's Compose configuration, as Compose resolves it with the run's environment: kept
         from the last run, unless something Compose reads has changed since (configcache.py)."""
         compose = self._compose()
-        kept = self._root / ".tfcluster" / self.name / "config.json"
+        kept = self._folder / "config.json"
         return configcache.cached(
             kept,
             compose.environment,
