@@ -104,6 +104,10 @@ class Deliveries:
         self._by_graph: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._eager: Stream | None = None
         self._epochs: list[int] = []  # The training deliveries so far at each of Keras's epoch ends.
+        # Eager deliveries are training's once the program applies gradients (as `records` judges
+        # them); a loop that takes its batch eagerly takes its first before its step is traced.
+        self._trained = False
+        self._eager_before_training = 0
 
     def epoch_ended(self) -> None:
         """Keras ended an epoch: its steps, and so their deliveries, are done."""
@@ -122,6 +126,12 @@ class Deliveries:
             if self._eager is None:
                 self._eager = self._new()
             self._eager.add([tensor.numpy() for tensor in tensors], per_replica)
+            if self._on_training_step is None:
+                return
+            if self._trained:
+                self._on_training_step()
+            else:
+                self._eager_before_training += 1
             return
         stream = self._new()
         for graph in _enclosing(tf.compat.v1.get_default_graph()):
@@ -134,6 +144,15 @@ class Deliveries:
             return []
 
         tf.numpy_function(seen, tensors, [], stateful=True, name="tfcluster_observed_input")
+
+    def training_began(self) -> None:
+        """Gradients were applied (or traced to be): the eager deliveries so far were training
+        steps' inputs, and every later one is, for the progress that faults are timed by."""
+        if self._trained:
+            return
+        self._trained = True
+        for _ in range(self._eager_before_training if self._on_training_step else 0):
+            self._on_training_step()
 
     def trained_in(self, graph) -> None:
         """Gradients were applied in `graph` (being traced): the elements delivered in it, or in a

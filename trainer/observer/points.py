@@ -93,6 +93,7 @@ class Observer:
             return  # Constant gradients (zeros, to build the slots): no training step.
         key = (id(optimizer), *sorted(found.items()))
         self._training.applied(optimizer, found["gradient_bytes"])
+        self._data.training_began()
         if not _eagerly():
             import tensorflow as tf
 

@@ -2,7 +2,8 @@
 
 A shaper's faults are timed by training progress (trainer/contract/faults.py: `at step N`, `at
 epoch N`, `at Ts` after the first step). The observer counts the steps as their training input
-is delivered to them (trainer/observer/data.py) and Keras's epoch ends, and rewrites the file the
+is delivered to them (trainer/observer/data.py: in the traced step, or taken eagerly from the
+iterator by a loop that then steps, once it has applied gradients) and Keras's epoch ends, and rewrites the file the
 launcher named (`VARIABLE`), whole by a rename, at most every `INTERVAL` seconds and at each
 epoch's end: a schedule may run up to that late. Without a distributed dataset no step is seen
 (only the epochs of `fit`). It never raises: a full results volume costs the schedule, never the
