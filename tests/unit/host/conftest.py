@@ -127,6 +127,7 @@ class Recorder:
         self.codes = codes
         self.commands: list[tuple[tuple[str, ...], dict]] = []
         self.asked: list[tuple[str, str]] = []  # What the engine was asked it has of the project.
+        self.waited: list[tuple[str, float]] = []  # For running containers to end, before `stop`.
 
     def __call__(self, command, **options):
         self.commands.append((tuple(command), options))
@@ -139,7 +140,7 @@ def recorded(tmp_path, monkeypatch):
     # This machine may itself be a container; a test of whether a run checks its mounts sets its own.
     monkeypatch.setattr(hostpaths, "in_container", lambda _environment: False)
 
-    def start(argv, codes=None, left=("container", "network", "volume", "running"), **variables):
+    def start(argv, codes=None, left=("container", "network", "volume", "running"), ended=False, **variables):
         recorder = Recorder(codes or {})
         monkeypatch.setattr(paths, "ROOT", tmp_path)
         # The run takes its default project name from compose.yaml, as Compose does.
@@ -152,6 +153,10 @@ def recorded(tmp_path, monkeypatch):
         # What the engine has of the project (containers, networks, volumes; "running" containers):
         # by default all, so that `down` and `stop` run.
         monkeypatch.setattr(steps, "of_project", lambda kind, name: recorder.asked.append((kind, name)) or kind in left)
+        # Nor whether running containers end on their own before `stop` (by default they do not).
+        monkeypatch.setattr(
+            steps, "ended_within", lambda name, seconds: recorder.waited.append((name, seconds)) or ended
+        )
         # Nor for the report's containers (tests/unit/host/report/ test what it makes of them).
         monkeypatch.setattr(engine, "containers", lambda _project: {})
         for name in ("TRAINER_SCRIPT", "COMPOSE_FILE", "TF_NETWORK_PROFILE", "EXTRA_REQUIREMENTS", "TFCLUSTER_IMAGE"):

@@ -56,6 +56,7 @@ def docker(monkeypatch):
         # An earlier run's containers left, a worker still running: `down` and `stop` both run
         # (when they do not: tests/unit/host/cluster/test_run_steps.py).
         monkeypatch.setattr(steps, "of_project", lambda _kind, _name: True)
+        monkeypatch.setattr(steps, "ended_within", lambda _name, _seconds: False)  # So that `stop` runs.
         # The report's reading of the containers is tests/unit/host/report/'s.
         monkeypatch.setattr(engine, "containers", lambda _project: {})
         return stand_in

@@ -50,7 +50,7 @@ def test_the_dry_run_of_the_default_cluster(sandbox):
         "  docker ps --all --filter label=com.docker.compose.project=tfcluster (no other checkout's, again)\n"
         "  docker compose down --volumes --remove-orphans --timeout 1 (unless nothing left)\n"
         "  docker compose up --remove-orphans --attach-dependencies --exit-code-from verifier verifier\n"
-        "  docker compose stop --timeout 5 (unless nothing running)\n"
+        "  docker compose stop --timeout 5 (unless nothing running, or all end within 1 s)\n"
     ) in text
     assert "COMPOSE_FILE=compose.yaml COMPOSE_PROJECT_NAME=tfcluster docker compose config" in text
     sandbox.assert_untouched()

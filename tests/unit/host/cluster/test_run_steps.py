@@ -52,6 +52,47 @@ def test_down_and_stop_run_only_where_the_engine_has_something_of_the_project_fo
     assert recorder.asked == [(kind, "tfcluster") for kind in [*before_down, "running"]]
 
 
+@pytest.mark.parametrize(("ended", "commands"), [(True, [DOWN, UP]), (False, [DOWN, UP, STOP])])
+def test_stop_runs_only_for_workers_still_running_once_they_have_had_a_second_to_end(recorded, ended, commands):
+    status, recorder = recorded([], left=("container", "running"), ended=ended)
+    assert status == 0
+    assert [command for command, _ in recorder.commands][1:] == commands
+    assert recorder.waited == [("tfcluster", steps.ENDING)]
+
+
+class Engine:
+    """`docker ps` of the running containers and `docker wait`, as ended_within asks them."""
+
+    def __init__(self, monkeypatch, running, wait=None):
+        self.waits = []
+        monkeypatch.setattr(steps.engine, "listed", lambda kind, name: running if kind == "running" else None)
+        monkeypatch.setattr(steps.subprocess, "run", self.run)
+        self.wait = wait
+
+    def run(self, command, **options):
+        self.waits.append((command, options["timeout"]))
+        if isinstance(self.wait, BaseException):
+            raise self.wait
+        return subprocess.CompletedProcess(command, self.wait)
+
+
+@pytest.mark.parametrize(
+    ("running", "wait", "ended", "waited"),
+    [
+        ([], None, True, False),  # Nothing running: nothing to wait for.
+        (None, None, False, False),  # The engine cannot say: stop, as before.
+        (["a1", "b2"], 0, True, True),  # Both ended within the bound.
+        (["a1"], subprocess.TimeoutExpired("docker", 1.0), False, True),  # One outlives it: stop.
+        (["a1"], 1, False, True),  # docker wait failed (a container removed meanwhile, say): stop.
+    ],
+    ids=["none", "unknown", "ended", "outlives", "failed"],
+)
+def test_ended_within_waits_for_the_running_containers_with_the_bound(monkeypatch, running, wait, ended, waited):
+    engine = Engine(monkeypatch, running, wait)
+    assert steps.ended_within("proj", 1.0) is ended
+    assert engine.waits == ([(["docker", "wait", *running], 1.0)] if waited else [])
+
+
 def test_a_failed_setup_ends_the_run_with_its_status(recorded):
     status, recorder = recorded([], codes={"setup": 2})
     assert status == 2
