@@ -15,27 +15,19 @@ FIXTURES = ROOT / "tests" / "fixtures"
 LOCKS = ROOT / ".tfcluster" / "tests"
 
 
-# The container modules that take longest, longest first (each one's seconds in a fresh-clone run
-# of 2026-12-07, under the suite's load: docs/performance.md, "The suite's time"). pytest-xdist
-# gives a module's tests to one of the suite's two processes, so the suite ends when the later of
-# them does: the longest modules first, the other container modules next and the unit tests' many
-# short modules last leave the two ending together (longest processing time first). Only the
-# order changes: an unlisted module runs after them (tests/unit/repository/test_suite_order.py
-# holds the list to modules that exist).
+# The container modules that take longest, longest first (each module's time in a fresh-clone
+# run, docs/performance.md, "The suite's time"). pytest-xdist gives a module's tests to one of the
+# suite's two processes, so the suite ends when the later of them does: the longest modules first,
+# the other container modules next and the unit tests' many short modules last leave the two
+# ending together (longest processing time first). Only the order changes: an unlisted module
+# runs as before, a listed one that no longer exists is nothing.
 LONGEST_FIRST = (
-    "tests/container/test_network.py",  # 409 s
-    "tests/container/test_faults.py",  # 356 s
-    "tests/container/test_ci_job.py",  # 291 s, and 55 s more where the job image is built first
-    "tests/container/test_nodes.py",  # 282 s
-    "tests/container/test_examples.py",  # 173 s
-    "tests/container/test_recovery.py",  # 164 s
-    "tests/container/test_side_by_side.py",  # 133 s
-    "tests/container/test_diagnosis.py",  # 112 s
-    "tests/container/test_harness.py",  # 108 s
-    "tests/container/test_warm_workers.py",  # 108 s
-    "tests/container/test_evidence.py",  # 99 s
-    "tests/container/test_data.py",  # 76 s
-    "tests/container/test_synchronization.py",  # 70 s; every other container module under 40 s
+    "tests/container/test_nodes.py",
+    "tests/container/test_ci_job.py",
+    "tests/container/test_examples.py",
+    "tests/container/test_network.py",
+    "tests/container/test_recovery.py",
+    "tests/container/test_warm_workers.py",
 )
 
 
