@@ -15,34 +15,6 @@ FIXTURES = ROOT / "tests" / "fixtures"
 LOCKS = ROOT / ".tfcluster" / "tests"
 
 
-# The container modules that take longest, longest first (each module's time in a fresh-clone
-# run, docs/performance.md, "The suite's time"). pytest-xdist gives a module's tests to one of the
-# suite's two processes, so the suite ends when the later of them does: the longest modules first,
-# the other container modules next and the unit tests' many short modules last leave the two
-# ending together (longest processing time first). Only the order changes: an unlisted module
-# runs as before, a listed one that no longer exists is nothing.
-LONGEST_FIRST = (
-    "tests/container/test_nodes.py",
-    "tests/container/test_ci_job.py",
-    "tests/container/test_examples.py",
-    "tests/container/test_network.py",
-    "tests/container/test_recovery.py",
-    "tests/container/test_warm_workers.py",
-)
-
-
-def pytest_collection_modifyitems(items):
-    """Runs the modules in the order above (scripts/test keeps it: `--no-loadscope-reorder`)."""
-    items.sort(key=_running_order)  # Stable: a module's own tests keep their order.
-
-
-def _running_order(item) -> tuple[int, int]:
-    module = item.nodeid.split("::")[0]
-    if module in LONGEST_FIRST:
-        return 0, LONGEST_FIRST.index(module)
-    return (1 if module.startswith("tests/container/") else 2), 0
-
-
 @pytest.hookimpl(hookwrapper=True, tryfirst=True)
 def pytest_runtest_protocol(item, nextitem):
     """A test marked `alone` runs with no other test of the suite at once: it changes what every
