@@ -10,7 +10,7 @@ from tests.conftest import ROOT
 from tests.unit.conftest import finish
 from trainer.contract import gate
 from trainer.contract.exitcodes import ExitCode
-from trainer.launcher.program import Program, honours_gate
+from trainer.launcher.program import OOM_SCORE_ADJ, Program, honours_gate
 
 
 @pytest.mark.parametrize(
@@ -75,3 +75,12 @@ def test_a_program_held_at_the_gate_never_goes_when_the_meeting_fails(capsys):
         raise RuntimeError("the meeting failed")
     assert program.has_ended()
     assert "went" not in capsys.readouterr().out
+
+
+def test_the_program_goes_before_its_launcher_when_memory_runs_out():
+    program = gated_program()
+    with program.held_at_gate():
+        adjusted = open(f"/proc/{program._process.pid}/oom_score_adj").read()  # noqa: SIM115, PTH123
+        own = open("/proc/self/oom_score_adj").read()  # noqa: SIM115, PTH123
+    assert program.wait() == 0
+    assert int(adjusted) == OOM_SCORE_ADJ > int(own)
