@@ -3,6 +3,7 @@
 import os
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -80,7 +81,7 @@ def test_a_program_held_at_the_gate_never_goes_when_the_meeting_fails(capsys):
 def test_the_program_goes_before_its_launcher_when_memory_runs_out():
     program = gated_program()
     with program.held_at_gate():
-        adjusted = open(f"/proc/{program._process.pid}/oom_score_adj").read()  # noqa: SIM115, PTH123
-        own = open("/proc/self/oom_score_adj").read()  # noqa: SIM115, PTH123
+        adjusted = Path(f"/proc/{program._process.pid}/oom_score_adj").read_text()
+        own = Path("/proc/self/oom_score_adj").read_text()
     assert program.wait() == 0
     assert int(adjusted) == OOM_SCORE_ADJ > int(own)
