@@ -138,7 +138,7 @@ def _milestones(result: dict) -> list[str]:
         "",
         "## Where one `scripts/run` spends its time",
         "",
-        "From the start of `scripts/run` (its set-up, then `down` of the last run, then `up`): when the last",
+        "From the start of `scripts/run` (its set-up, with `down` of the last run, then `up`): when the last",
         "line of each milestone came, medians; the programs start before the rendezvous completes (they",
         "import TensorFlow while the launchers meet).",
         "",

@@ -284,6 +284,7 @@ def _clean_up(execution: Execution, cancelled: cancel.Cancelled | None) -> None:
     """After the steps, however they ended: a cancelled run's cluster stopped, the steps marked
     `always` (the verdict read back, the report), then its cluster taken down."""
     plan = execution.plan
+    execution.finish_all()  # A `down` begun in the background is done before anything else is.
     if cancelled is not None:
         say(f"received {cancelled.name}: stopping the cluster")
         if execution.ran and not plan.warm:

@@ -11,7 +11,8 @@ import os
 import shlex
 import subprocess
 import sys
-from dataclasses import dataclass, field
+import threading
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tfcluster import paths, report
@@ -59,6 +60,22 @@ class Execution:
     # A warm run's output as it came, each line after the host's time (its containers outlive it).
     timed_logs: dict[str, str] = field(default_factory=dict)
     report: str | None = None  # The report's path, once written.
+    # The steps begun in the background (Begin), each with its thread and what it returned or raised.
+    begun: dict = field(default_factory=dict)
+
+    def finish(self, step) -> int | None:
+        """Waits for `step`, begun in the background; what it returned (it raises what it raised)."""
+        thread, outcome = self.begun.pop(step, (None, {}))
+        if thread is not None:
+            thread.join()
+        if "raised" in outcome:
+            raise outcome["raised"]
+        return outcome.get("returned")
+
+    def finish_all(self) -> None:
+        """Waits for every step still in the background (however the run ends, nothing is left going)."""
+        for thread, _outcome in list(self.begun.values()):
+            thread.join()
 
     @property
     def root(self):
@@ -186,9 +203,10 @@ class CheckMounts:
 @dataclass(frozen=True)
 class CheckName:
     """That no other checkout's containers have taken the run's Compose project name since the run
-    claimed it (tfcluster/cluster/runs.py): again just before `down`, after a set-up that may have
-    taken minutes (`down` would remove theirs, `up` mix the two clusters), and once the cluster has
-    stopped, for the whole run (a verdict over two clusters' containers proves nothing)."""
+    claimed it (tfcluster/cluster/runs.py): again just before `up`, after a set-up that may have
+    taken minutes (`up` would mix the two clusters; the `down` begun with the set-up, just after
+    the claim, found none of theirs), and once the cluster has stopped, for the whole run (a
+    verdict over two clusters' containers proves nothing)."""
 
     after: bool = False
 
@@ -239,6 +257,46 @@ class Compose:
             return None
         execution.quiet(*self.arguments)
         return None
+
+
+@dataclass(frozen=True)
+class Begin:
+    """A step begun in the background, waited for by Finish(step) further on: `down` of the last
+    run's containers (0.3 to 0.4 s here) while the set-up checks the images (0.3 s). The step gets
+    the run as it is when begun (the set-up's image pinned later is not `down`'s business)."""
+
+    step: object
+
+    def lines(self, plan, environ) -> list[str]:
+        return [f"{line}, in the background" for line in self.step.lines(plan, environ)]
+
+    def run(self, execution: Execution) -> int | None:
+        snapshot = replace(execution, environment=dict(execution.environment), begun={})
+        outcome: dict = {}
+
+        def work() -> None:
+            try:
+                outcome["returned"] = self.step.run(snapshot)
+            except BaseException as error:  # noqa: BLE001 - raised again where it is waited for.
+                outcome["raised"] = error
+
+        thread = threading.Thread(target=work, name=f"begun {type(self.step).__name__}", daemon=True)
+        execution.begun[self.step] = (thread, outcome)
+        thread.start()
+        return None
+
+
+@dataclass(frozen=True)
+class Finish:
+    """Waits for the step begun in the background (Begin); its status, if it ended the run."""
+
+    step: object
+
+    def lines(self, plan, environ) -> list[str]:
+        return [f"wait for: {line}" for line in self.step.lines(plan, environ)]
+
+    def run(self, execution: Execution) -> int | None:
+        return execution.finish(self.step)
 
 
 NOTHING_LEFT = "nothing left"  # No container, network or volume of the project: `down` has nothing to do.
@@ -417,7 +475,11 @@ def of(plan) -> list:
         steps.append(CheckMounts(sources))
     if plan.warm:
         return [*steps, WarmRun(), ReadVerdict(plan.junit), Report(plan.junit, plan.report)]
-    steps += [CheckName(), Compose(DOWN, unless=NOTHING_LEFT)]
+    # The last run's containers are taken down while the set-up runs: the claim has just checked
+    # that no other checkout's carry the name, and CheckName checks again before `up`.
+    down = Compose(DOWN, unless=NOTHING_LEFT)
+    steps.insert(1, Begin(down))
+    steps += [Finish(down), CheckName()]
     if plan.bakes:
         steps.append(RemoveSuperseded())
     steps += [Up(), Compose(STOP, unless=NOTHING_RUNNING, ending=ENDING), CheckName(after=True)]

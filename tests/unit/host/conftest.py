@@ -23,6 +23,8 @@ from tests.conftest import ROOT
 
 # The Compose commands of a run, as they are run.
 DOWN, UP, STOP = (("docker", "compose", *arguments) for arguments in (steps.DOWN, steps.UP, steps.STOP))
+# The dry run's line for the last run's `down`, begun with the set-up.
+DOWN_BEGUN = f"{' '.join(DOWN)} (unless nothing left), in the background"
 COPIED = [
     "scripts",
     "trainer",
@@ -135,10 +137,18 @@ class Recorder:
         return subprocess.CompletedProcess(command, self.codes.get(key, 0))
 
 
+def begun_at_once(monkeypatch) -> None:
+    """A step begun in the background (steps.Begin: the last run's `down`, with the set-up) runs at
+    once where it begins, so that the commands recorded keep one order; test_background.py tests
+    it running alongside."""
+    monkeypatch.setattr(steps.Begin, "run", lambda begin, execution: begin.step.run(execution))
+
+
 @pytest.fixture
 def recorded(tmp_path, monkeypatch):
     # This machine may itself be a container; a test of whether a run checks its mounts sets its own.
     monkeypatch.setattr(hostpaths, "in_container", lambda _environment: False)
+    begun_at_once(monkeypatch)
 
     def start(argv, codes=None, left=("container", "network", "volume", "running"), ended=False, **variables):
         recorder = Recorder(codes or {})

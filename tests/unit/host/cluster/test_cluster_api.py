@@ -10,7 +10,7 @@ from tfcluster.cluster import cancel, runs, steps
 from tfcluster.report import engine
 
 from tests.conftest import ROOT
-from tests.unit.host.conftest import TUTORIAL_LOGS, verifier_log
+from tests.unit.host.conftest import TUTORIAL_LOGS, begun_at_once, verifier_log
 
 REAL_RUN = subprocess.run
 
@@ -57,6 +57,7 @@ def docker(monkeypatch):
         # (when they do not: tests/unit/host/cluster/test_run_steps.py).
         monkeypatch.setattr(steps, "of_project", lambda _kind, _name: True)
         monkeypatch.setattr(steps, "ended_within", lambda _name, _seconds: False)  # So that `stop` runs.
+        begun_at_once(monkeypatch)
         # The report's reading of the containers is tests/unit/host/report/'s.
         monkeypatch.setattr(engine, "containers", lambda _project: {})
         return stand_in
@@ -69,7 +70,7 @@ def docker(monkeypatch):
 def test_a_run_returns_the_verdict_as_data(docker):
     recorded = docker()
     run = Cluster(environ={"PATH": "/usr/bin:/bin"}).run()
-    assert recorded.verbs() == ["scripts/setup", "down", "up", "stop", "logs", "logs", "logs"]
+    assert recorded.verbs() == ["down", "scripts/setup", "up", "stop", "logs", "logs", "logs"]
     assert (run.status, run.passed, run.ran) == (0, True, True)
     assert run.report.endswith(".tfcluster/runs/tfcluster/report.html") and Path(run.report).is_file()
     assert list(run.workers) == ["worker-0", "worker-1"]
@@ -91,7 +92,7 @@ def test_a_failed_verdict_names_the_worker_and_its_problem(docker):
 def test_a_failed_setup_ends_the_run_before_compose_with_nothing_to_judge(docker):
     recorded = docker(codes={"setup": 2})
     run = Cluster(environ={}).run()
-    assert recorded.verbs() == ["scripts/setup"]
+    assert recorded.verbs() == ["down", "scripts/setup"]  # The last run's, begun with the set-up.
     assert (run.status, run.ran, run.verdict, run.workers) == (2, False, None, {})
 
 
@@ -180,21 +181,24 @@ def test_a_step_added_to_the_plan_is_both_printed_by_the_dry_run_and_run(docker,
             ran.append("marker")
 
     planned = steps.of
-    monkeypatch.setattr(steps, "of", lambda plan: [*planned(plan)[:2], Marker(), *planned(plan)[2:]])
+    monkeypatch.setattr(steps, "of", lambda plan: [*planned(plan)[:3], Marker(), *planned(plan)[3:]])
     recorded = docker()
     text = Cluster(environ={}).describe()
     commands = text.split("commands, from the project's root, with the COMPOSE_FILE above:\n")[1]
     # The API's run reads its verdict back, and its dry run says so.
     assert "docker compose logs --no-color --no-log-prefix SERVICE, each of verifier worker-0 worker-1" in commands
-    assert commands.splitlines()[:3] == [
+    down = "docker compose down --volumes --remove-orphans --timeout 1 (unless nothing left)"
+    assert commands.splitlines()[:5] == [
+        f"  {down}, in the background",
         "  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image",
         "  echo marker",
+        f"  wait for: {down}",
         "  docker ps --all --filter label=com.docker.compose.project=tfcluster (no other checkout's, again)",
     ]
     assert recorded.commands == []  # The dry run calls nothing.
     Cluster(environ={}).run()
     assert ran == ["marker"]
-    assert recorded.verbs()[:2] == ["scripts/setup", "down"]
+    assert recorded.verbs()[:3] == ["down", "scripts/setup", "up"]
 
 
 def test_the_dry_run_prints_the_bind_mount_check_that_the_run_makes(tmp_path):

@@ -11,7 +11,7 @@ from tfcluster.cluster import plan as run_plan
 from tfcluster.cluster import scaling
 from tfcluster.project.options import Project
 
-from tests.unit.host.conftest import UP
+from tests.unit.host.conftest import DOWN, DOWN_BEGUN, UP
 from trainer.contract.exitcodes import ExitCode
 
 # The run's own folder, for the default project (tfcluster/cluster/runs.py).
@@ -45,10 +45,12 @@ def test_the_dry_run_of_the_default_cluster(sandbox):
     assert re.search(r"^  worker-1 +1 +worker-0,worker-1$", text, re.MULTILINE)
     assert "  TRAIN_EPOCHS=3\n" in text and "  TF_JOIN_TIMEOUT=60\n" in text
     # Exactly the commands of a real run, in order.
+    down = "docker compose down --volumes --remove-orphans --timeout 1 (unless nothing left)"
     assert (
+        f"  {down}, in the background\n"
         "  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image\n"
+        f"  wait for: {down}\n"
         "  docker ps --all --filter label=com.docker.compose.project=tfcluster (no other checkout's, again)\n"
-        "  docker compose down --volumes --remove-orphans --timeout 1 (unless nothing left)\n"
         "  docker compose up --remove-orphans --attach-dependencies --exit-code-from verifier verifier\n"
         "  docker compose stop --timeout 5 (unless nothing running, or all end within 1 s)\n"
     ) in text
@@ -66,7 +68,7 @@ def test_the_dry_run_of_three_workers_with_recovery(sandbox):
         assert re.search(rf"^  worker-{index} +{index} +worker-0,worker-1,worker-2$", text, re.MULTILINE)
     assert "(TF_RESTART_LIMIT=3, compose.recovery.yaml)" in text
     assert "worker-0, worker-1, worker-2, the keeper" in text
-    assert f"  write {RUN}/compose.workers.yaml\n  scripts/setup --image-id-file {RUN}/image\n" in text
+    assert f"  write {RUN}/compose.workers.yaml\n  {DOWN_BEGUN}\n  scripts/setup --image-id-file {RUN}/image\n" in text
     # A dry run writes nothing, compose.workers.yaml included.
     sandbox.assert_untouched()
 
@@ -120,7 +122,7 @@ def test_the_dry_run_shows_each_workers_cpus_and_the_slowed_ones(sandbox):
         "every other worker: 1.5 (TF_WORKER_CPUS)\n"
     ) in text
     assert (
-        f"  write {RUN}/compose.workers.yaml\n  write {RUN}/compose.slow.yaml\n"
+        f"  write {RUN}/compose.workers.yaml\n  write {RUN}/compose.slow.yaml\n  {DOWN_BEGUN}\n"
         f"  scripts/setup --image-id-file {RUN}/image\n" in text
     )
     sandbox.assert_untouched()
@@ -152,14 +154,16 @@ def test_the_dry_run_of_the_development_mode_names_the_mount_and_the_set_up(sand
         "verifier, keeper (--dev)\n"
     ) in text
     assert "unless current (--dev: its code aside)\n" in text
-    assert f"  write {RUN}/compose.dev.yaml\n  scripts/setup --dev --image-id-file {RUN}/image\n" in text
+    assert (
+        f"  write {RUN}/compose.dev.yaml\n  {DOWN_BEGUN}\n  scripts/setup --dev --image-id-file {RUN}/image\n" in text
+    )
     sandbox.assert_untouched()
 
 
 def test_the_development_mode_mounts_this_checkouts_code_on_every_service_of_the_harness(recorded, tmp_path):
     status, recorder = recorded(["--dev", "--slow", "worker-1=0.5"])
     assert status == 0
-    assert recorder.commands[0][0] == (
+    assert recorder.commands[1][0] == (
         str(tmp_path / "scripts" / "setup"),
         "--dev",
         "--image-id-file",
@@ -187,9 +191,10 @@ def test_in_a_container_a_bind_source_the_engine_does_not_see_is_refused_before_
     status, recorder = recorded(["--dev"])
     assert status == 2
     assert asked == [({"--dev": str(tmp_path / "trainer")}, "tfcluster:latest")]
-    # The set-up ran (the check needs its image); nothing of the cluster did.
+    # The set-up ran (the check needs its image), and the last run's `down` with it; nothing of the cluster did.
     assert [command for command, _ in recorder.commands] == [
-        (str(tmp_path / "scripts" / "setup"), "--dev", "--image-id-file", ".tfcluster/runs/tfcluster/image")
+        DOWN,
+        (str(tmp_path / "scripts" / "setup"), "--dev", "--image-id-file", ".tfcluster/runs/tfcluster/image"),
     ]
 
 

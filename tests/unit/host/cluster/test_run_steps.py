@@ -13,12 +13,14 @@ from trainer.contract.exitcodes import ExitCode
 RUN_FOLDER = ".tfcluster/runs/tfcluster"
 
 
-def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_path):
+def test_a_run_is_down_with_the_setup_then_up_stop_with_the_verifiers_status(recorded, tmp_path):
     status, recorder = recorded(["--workers", "3", "--recover"], codes={"up": 7})
     assert status == 7
+    # The last run's `down` begins first, in the background, and the set-up runs meanwhile
+    # (tests/unit/host/cluster/test_background.py); the recorder runs it at once.
     assert [command for command, _ in recorder.commands] == [
-        (str(tmp_path / "scripts" / "setup"), "--image-id-file", f"{RUN_FOLDER}/image"),
         DOWN,
+        (str(tmp_path / "scripts" / "setup"), "--image-id-file", f"{RUN_FOLDER}/image"),
         UP,
         STOP,
     ]
@@ -30,7 +32,7 @@ def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_pat
     # stop's are not.
     assert recorder.commands[2][1].get("stdout") not in (subprocess.DEVNULL, subprocess.PIPE)
     assert recorder.commands[2][1]["env"]["COMPOSE_ANSI"] == "never"
-    assert recorder.commands[1][1]["stdout"] == recorder.commands[3][1]["stdout"] == subprocess.DEVNULL
+    assert recorder.commands[0][1]["stdout"] == recorder.commands[3][1]["stdout"] == subprocess.DEVNULL
     assert (tmp_path / RUN_FOLDER / "compose.workers.yaml").read_text() == scaling.render(3)
 
 
@@ -45,7 +47,7 @@ def test_a_run_is_setup_down_up_stop_with_the_verifiers_status(recorded, tmp_pat
 def test_down_and_stop_run_only_where_the_engine_has_something_of_the_project_for_them(recorded, left, commands):
     status, recorder = recorded([], left=left)
     assert status == 0
-    assert [command for command, _ in recorder.commands][1:] == commands
+    assert [command for command, _ in recorder.commands if command[0] == "docker"] == commands
     # Asked before down until one kind is found, and before stop.
     kinds = ["container", "network", "volume"]
     before_down = kinds[: kinds.index(left[0]) + 1] if left else kinds
@@ -56,7 +58,7 @@ def test_down_and_stop_run_only_where_the_engine_has_something_of_the_project_fo
 def test_stop_runs_only_for_workers_still_running_once_they_have_had_a_second_to_end(recorded, ended, commands):
     status, recorder = recorded([], left=("container", "running"), ended=ended)
     assert status == 0
-    assert [command for command, _ in recorder.commands][1:] == commands
+    assert [command for command, _ in recorder.commands if command[0] == "docker"] == commands
     assert recorder.waited == [("tfcluster", steps.ENDING)]
 
 
@@ -96,7 +98,8 @@ def test_ended_within_waits_for_the_running_containers_with_the_bound(monkeypatc
 def test_a_failed_setup_ends_the_run_with_its_status(recorded):
     status, recorder = recorded([], codes={"setup": 2})
     assert status == 2
-    assert len(recorder.commands) == 1
+    # Only the last run's `down`, begun with it, besides: no cluster is brought up.
+    assert [command[2] if command[0] == "docker" else "setup" for command, _ in recorder.commands] == ["down", "setup"]
 
 
 def test_a_verifier_ended_by_a_signal_is_reported_as_a_shell_would(recorded):

@@ -111,15 +111,16 @@ def test_the_names_record_on_this_host_says_who_claimed_it_when_and_once_it_ende
     assert runs.record_of(tmp_path / "nowhere") == {}
 
 
-def test_a_name_another_checkouts_containers_took_after_the_claim_stops_the_run_before_down(
+def test_a_name_another_checkouts_containers_took_during_the_set_up_stops_the_run_before_up(
     recorded, monkeypatch, capsys
 ):
-    # Free when claimed (the set-up then runs, for minutes maybe); another checkout's by `down`.
+    # Free when claimed, and so when the last run's `down` began with the set-up (which may then
+    # run for minutes); another checkout's by the time the cluster would come up.
     monkeypatch.setattr(steps, "runs", SimpleNamespace(foreign_checkouts=lambda _name, _root: ["/home/someone/other"]))
     status, recorder = recorded([])
     assert status == 2
     verbs = [command[2] for command, _options in recorder.commands if command[0] == "docker"]
-    assert "down" not in verbs and "up" not in verbs, verbs  # Theirs are left as they are.
+    assert verbs == ["down"], verbs  # Theirs were not there then, and are left as they are.
     assert (
         "run: the Compose project 'tfcluster' has had containers of another checkout (/home/someone/other) since "
         "this run claimed it: this run stops here and leaves them; give it another name (--name)\n"

@@ -4,6 +4,8 @@ import re
 
 from tfcluster.project import requirements
 
+from tests.unit.host.conftest import DOWN_BEGUN
+
 # The run's own folder, for the default project (tfcluster/cluster/runs.py).
 RUN = ".tfcluster/runs/tfcluster"
 
@@ -21,8 +23,8 @@ def test_the_dry_run_of_your_project_on_the_default_two_workers(sandbox, trainin
     assert "requirements   none (no requirements.txt in the project, no --requirements)\n" in text
     assert "tfcluster:latest (worker-0)" in text
     assert (
-        "  write .tfcluster/runs/tfcluster/env\n  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image\n"
-        in text
+        f"  write .tfcluster/runs/tfcluster/env\n  {DOWN_BEGUN}\n"
+        "  scripts/setup --image-id-file .tfcluster/runs/tfcluster/image\n" in text
     )
     assert f"TFCLUSTER_PROJECT={training_project} TFCLUSTER_COMMAND='python train.py'" in text
     sandbox.assert_untouched()
