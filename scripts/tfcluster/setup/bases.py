@@ -50,12 +50,14 @@ SUPERSEDED = "tfcluster-base:bookworm"
 
 
 def choose(base: Base, children: Children, *, also: tuple[str, ...] = ()) -> tuple[str, str, set[str]]:
-    """The image to build on and its id: `base.online` if it is here or can be pulled, else
-    `base.offline`, built if it is not here. Then which of `also` are here: one question to the
-    engine for all of them."""
+    """The image to build on and its id: `base.online` if it is here; else `base.offline` if it is
+    here (built before, when the registry could not be reached: the registry is not asked again at
+    every run, where a refused pull costs 0.1 s and one that hangs PULL_TIMEOUT); else
+    `base.online` if it can be pulled, else `base.offline`, built. Then which of `also` are here:
+    one question to the engine for all of them."""
     here = ids(children, [base.online, base.offline, *also])
     pull = ["timeout", str(PULL_TIMEOUT), "docker", "pull", "--quiet", base.online]
-    if base.online in here or children.succeeds(pull):
+    if base.online in here or (base.offline not in here and children.succeeds(pull)):
         chosen = base.online
     else:
         chosen = base.offline

@@ -53,3 +53,43 @@ def test_the_pinned_wheels_are_downloaded_for_the_images_platform_each_against_i
     assert "--require-hashes" in command and "--no-deps" in command
     assert command[command.index("--python-version") + 1] == "3.11"
     assert all(command[index + 1].endswith("_x86_64") for index, word in enumerate(command) if word == "--platform")
+
+
+class Asked:
+    """The set-up's children as `choose` uses them: each pull noted, and answered as given."""
+
+    def __init__(self, pulls: bool):
+        self.pulls = pulls
+        self.pulled: list[str] = []
+
+    def succeeds(self, command: list[str]) -> bool:
+        self.pulled.append(command[-1])
+        return self.pulls
+
+
+@pytest.mark.parametrize(
+    ("here", "pulls", "chosen", "pulled", "built"),
+    [
+        ({"online"}, False, "online", [], []),
+        # Built before, when the registry could not be reached: not asked again at every run.
+        ({"offline"}, True, "offline", [], []),
+        ({"online", "offline"}, False, "online", [], []),
+        (set(), True, "online", ["online"], []),
+        (set(), False, "offline", ["online"], ["offline"]),
+    ],
+)
+def test_the_base_is_the_standard_one_if_here_else_the_one_built_here_else_pulled_else_built(
+    monkeypatch, here, pulls, chosen, pulled, built
+):
+    base = bases.Base("BASE_IMAGE", "online", "offline", ("python3",))
+    children, made = Asked(pulls), []
+
+    def ids(_children, names):  # What the engine has: what was here, pulled or built.
+        have = here | set(made) | (set(children.pulled) if pulls else set())
+        return {name: f"id-{name}" for name in names if name in have}
+
+    monkeypatch.setattr(bases, "ids", ids)
+    monkeypatch.setattr(bases, "build", lambda base, _children: made.append(base.offline))
+    assert bases.choose(base, children)[:2] == (chosen, f"id-{chosen}")
+    assert children.pulled == pulled
+    assert made == built
