@@ -46,6 +46,7 @@ class Gate:
         import threading  # Only where there is a gate: every Python process of the image loads this module.
 
         self._descriptor = descriptor
+        self._pipe = _identity(descriptor)
         self._lock = threading.Lock()
         self._open: bool | None = None
 
@@ -53,10 +54,27 @@ class Gate:
         """Returns once the launcher says go (at once after that); ends the process if it closed the gate."""
         with self._lock:
             if self._open is None:
-                with os.fdopen(self._descriptor, "rb") as pipe:
-                    self._open = pipe.readline() == GO
+                self._open = self._read()
         if not self._open:
             os._exit(CLOSED)  # Before TensorFlow reaches the cluster: nothing to save, nothing to shut down.
+
+    def _read(self) -> bool:
+        if _identity(self._descriptor) != self._pipe:
+            # The program closed the descriptor (and may have opened a file of its own under its
+            # number): never read what is not the gate. Not held, as before the gate; its launcher
+            # still ends it if the workers never agree.
+            return True
+        with os.fdopen(self._descriptor, "rb") as pipe:
+            return pipe.readline() == GO
+
+
+def _identity(descriptor: int) -> tuple[int, int] | None:
+    """Which pipe the descriptor is (device and inode), or None if it is closed."""
+    try:
+        found = os.fstat(descriptor)
+    except OSError:
+        return None
+    return (found.st_dev, found.st_ino)
 
 
 def take(environ=os.environ) -> Gate | None:

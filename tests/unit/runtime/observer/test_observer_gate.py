@@ -121,3 +121,18 @@ def test_the_gate_is_kept_from_the_programs_children():
 @pytest.mark.parametrize("named", ["", "soon", "999999"])
 def test_a_gate_that_is_not_this_processs_pipe_holds_nothing(named):
     assert gate.take({gate.VARIABLE: named}) is None
+
+
+def test_a_gate_whose_descriptor_the_program_reused_is_never_read():
+    read, write = os.pipe()
+    taken = gate.take({gate.VARIABLE: str(read)})
+    os.close(read)
+    other_read, other_write = os.pipe()  # The program's own pipe, under the gate's old number.
+    os.write(other_write, b"the program's own data\n")
+    try:
+        assert other_read == read
+        taken.pass_through()  # Not held: it cannot be, and never reads the program's data.
+        assert os.read(other_read, 100) == b"the program's own data\n"
+    finally:
+        for descriptor in (write, other_read, other_write):
+            os.close(descriptor)
