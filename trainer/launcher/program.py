@@ -163,8 +163,7 @@ class Program:
 
     @contextlib.contextmanager
     def held_at_gate(self, variable: str = gate.VARIABLE) -> Iterator[None]:
-        """Starts the program now, held at the start gate (its pipe named by `variable`) while the
-        block runs (the workers meet).
+        """Starts the program now, held at the start gate (named by `variable`) while the workers meet.
 
         It imports TensorFlow meanwhile. If the block ends normally the gate opens and the program
         trains; if it raises, the program ends without ever touching the cluster.
@@ -185,6 +184,9 @@ class Program:
 
     def has_ended(self) -> bool:
         return self._process is not None and self._process.poll() is not None
+
+    def has_failed(self) -> bool:  # Ended, with another status than 0.
+        return self.has_ended() and self._process.returncode != 0
 
     def stop(self) -> None:
         """SIGTERM to the program's process group, and SIGKILL if it is still there `stop_grace` seconds later."""

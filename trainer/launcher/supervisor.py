@@ -170,10 +170,10 @@ class Supervisor:
         if gate:
             # Started now, it imports TensorFlow while the workers meet and waits at the gate.
             with self._program.held_at_gate(gate):
-                barrier.meet(program_ended=self._program.has_ended)
+                barrier.meet(program_failed=self._program.has_failed)
                 self._stop.check()  # A signal may have ended the meeting, or the program: the gate stays shut.
         else:
-            barrier.meet(program_ended=self._program.has_ended)
+            barrier.meet(program_failed=self._program.has_failed)
             self._stop.check()  # After a signal the program is not even started.
             self._program.start()
 

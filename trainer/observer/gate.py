@@ -61,8 +61,8 @@ class Gate:
     def _read(self) -> bool:
         if _identity(self._descriptor) != self._pipe:
             # The program closed the descriptor (and may have opened a file of its own under its
-            # number): never read what is not the gate. Not held, as before the gate; its launcher
-            # still ends it if the workers never agree.
+            # number): never read what is not the gate. Not held, then: it may reach the cluster
+            # before the workers agree, and its launcher still ends it if they never do.
             return True
         with os.fdopen(self._descriptor, "rb") as pipe:
             return pipe.readline() == GO

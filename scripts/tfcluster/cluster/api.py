@@ -33,7 +33,7 @@ from tfcluster.cluster.plan import (
     trainer_script_of,
 )
 from tfcluster.cluster.result import Run
-from tfcluster.cluster.steps import CANCEL_STOP, DOWN, Execution
+from tfcluster.cluster.steps import CANCEL_STOP, CANCEL_WAIT, DOWN, Execution
 from tfcluster.cluster.warm import WarmCluster
 from tfcluster.errors import Refusal
 from tfcluster.project import options
@@ -284,7 +284,9 @@ def _clean_up(execution: Execution, cancelled: cancel.Cancelled | None) -> None:
     """After the steps, however they ended: a cancelled run's cluster stopped, the steps marked
     `always` (the verdict read back, the report), then its cluster taken down."""
     plan = execution.plan
-    execution.finish_all()  # A `down` begun in the background is done before anything else is.
+    # A `down` begun in the background is done before anything else is; a cancelled run gives it
+    # CANCEL_WAIT (it takes 0.4 s), for a CI runner's cancel allows only seconds in all.
+    execution.finish_all(None if cancelled is None else CANCEL_WAIT)
     if cancelled is not None:
         say(f"received {cancelled.name}: stopping the cluster")
         if execution.ran and not plan.warm:

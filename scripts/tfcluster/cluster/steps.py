@@ -12,6 +12,7 @@ import shlex
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -37,6 +38,8 @@ STOP = ("stop", "--timeout", "5")
 # A cancelled run's: the containers Compose did not stop (it was not running, or was killed), with
 # the workers' own stop_grace_period, before `down` (tfcluster/cluster/cancel.py).
 CANCEL_STOP = ("stop",)
+# How long a cancelled run waits for what it began in the background (tfcluster/cluster/api.py).
+CANCEL_WAIT = 2.0
 
 
 @dataclass
@@ -72,10 +75,12 @@ class Execution:
             raise outcome["raised"]
         return outcome.get("returned")
 
-    def finish_all(self) -> None:
-        """Waits for every step still in the background (however the run ends, nothing is left going)."""
+    def finish_all(self, bound: float | None = None) -> None:
+        """Waits for every step still in the background, however the run ends; up to `bound`
+        seconds in all, if given (a cancelled run's: its `down` goes on alone, as a command)."""
+        deadline = None if bound is None else time.monotonic() + bound
         for thread, _outcome in list(self.begun.values()):
-            thread.join()
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     @property
     def root(self):
@@ -475,11 +480,15 @@ def of(plan) -> list:
         steps.append(CheckMounts(sources))
     if plan.warm:
         return [*steps, WarmRun(), ReadVerdict(plan.junit), Report(plan.junit, plan.report)]
-    # The last run's containers are taken down while the set-up runs: the claim has just checked
-    # that no other checkout's carry the name, and CheckName checks again before `up`.
     down = Compose(DOWN, unless=NOTHING_LEFT)
-    steps.insert(1, Begin(down))
-    steps += [Finish(down), CheckName()]
+    if plan.bakes:
+        # Compose's files name the baked image, known only once it is built: `down` after it.
+        steps += [CheckName(), down]
+    else:
+        # The last run's containers are taken down while the set-up runs: the claim has just checked
+        # that no other checkout's carry the name, and CheckName checks again before `up`.
+        steps.insert(1, Begin(down))
+        steps += [Finish(down), CheckName()]
     if plan.bakes:
         steps.append(RemoveSuperseded())
     steps += [Up(), Compose(STOP, unless=NOTHING_RUNNING, ending=ENDING), CheckName(after=True)]

@@ -2,6 +2,7 @@
 run's `down` of the last run's containers, while the set-up runs."""
 
 import threading
+import time
 from dataclasses import dataclass
 
 import pytest
@@ -90,3 +91,31 @@ def test_a_cold_run_begins_the_last_runs_down_before_the_set_up_and_waits_for_it
 def test_a_warm_run_takes_nothing_down():
     kinds = [type(step).__name__ for step in steps.of(Plan(2, False, None, None, warm=True))]
     assert "Begin" not in kinds and "Finish" not in kinds
+
+
+class Baking(Plan):
+    """A plan whose project is baked into an image (--bake): only what steps.of asks of it."""
+
+    @property
+    def bakes(self) -> bool:
+        return True
+
+    def written(self) -> dict:
+        return {}
+
+
+def test_a_baked_run_takes_the_last_run_down_after_its_bake_whose_image_compose_needs():
+    kinds = [type(step).__name__ for step in steps.of(Baking(2, False, None, None))]
+    assert "Begin" not in kinds and "Finish" not in kinds
+    assert kinds.index("Bake") < kinds.index("CheckName") < kinds.index("Compose") < kinds.index("Up")
+
+
+def test_a_cancelled_run_waits_for_its_background_steps_only_so_long():
+    never, seen = threading.Event(), []
+    run = execution()
+    steps.Begin(Waits(never, seen)).run(run)
+    started = time.monotonic()
+    run.finish_all(0.2)
+    assert time.monotonic() - started < WAIT / 2  # Not the step's whole wait...
+    assert seen == []  # ...which goes on alone.
+    never.set()

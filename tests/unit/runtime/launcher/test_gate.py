@@ -142,9 +142,7 @@ YOUR_PROGRAM = [
 OBSERVED_LAUNCHER = "import trainer.observer; sys.modules['_tfcluster_observer'] = trainer.observer"
 
 
-def test_a_program_of_yours_starts_while_the_workers_meet_and_reaches_the_cluster_once_they_agree(
-    cluster, stand_in_tensorflow
-):
+def test_a_program_of_yours_reaches_the_cluster_only_once_the_workers_agree(cluster, stand_in_tensorflow):
     path = {"PYTHONPATH": f"{stand_in_tensorflow}{os.pathsep}{ROOT}"}
     launchers = [cluster(index, YOUR_PROGRAM, patches=OBSERVED_LAUNCHER, **path) for index in (0, 1)]
     for launcher in launchers:
@@ -164,3 +162,12 @@ def test_a_program_of_yours_never_reaches_the_cluster_when_a_peer_never_comes(cl
     assert "imported" in output.splitlines()  # Started while its launcher waited...
     assert "reached" not in output  # ...and held there.
     assert "trained" not in output
+
+
+def test_a_program_of_yours_that_ends_well_before_the_workers_agree_still_has_them_meet(cluster):
+    # It never reached the cluster: its exit 0 says nothing of the peer that never came.
+    done = [sys.executable, "-c", "print('done', flush=True)"]
+    launcher = cluster(0, done, patches=OBSERVED_LAUNCHER, TF_JOIN_TIMEOUT="2")
+    code, output, _ = finish(launcher)
+    assert "done" in output.splitlines()  # Started at once, and ended...
+    assert code == ExitCode.PEER_NEVER_JOINED, output  # ...but the worker did not pass.
