@@ -53,42 +53,6 @@ def test_a_peer_that_never_starts(compose_project):
     assert "worker-1: missing: it never started" in verdict
 
 
-# A program of yours (compose.byo.yaml): started at once, held by the image's observer at its
-# strategy until every worker agrees (trainer/observer/gate.py). TensorFlow's start-up lines are
-# shown: its server says "Started server with target" as the strategy reaches the cluster (seen
-# here within a second of the import, from this program run unheld with the peer missing).
-HELD_PROGRAM = """\
-print("started", flush=True)
-import tensorflow as tf
-print("imported", flush=True)
-strategy = tf.distribute.MultiWorkerMirroredStrategy()
-print("strategy made", flush=True)
-"""
-
-
-def test_a_program_of_yours_starts_while_its_launcher_waits_and_never_reaches_a_cluster_missing_a_peer(
-    compose_project, tmp_path
-):
-    script = tmp_path / "train.py"
-    script.write_text(HELD_PROGRAM)
-    project = compose_project(
-        "compose.byo.yaml",
-        environment={"TRAINER_SCRIPT": str(script), "TF_JOIN_TIMEOUT": str(JOIN), "TF_STARTUP_LOGS": "1"},
-    )
-    started = project.compose("up", "--detach", "--no-deps", "worker-0")
-    assert started.returncode == 0, started.stderr
-    assert project.wait_for_exit("worker-0") == ExitCode.PEER_NEVER_JOINED
-    log = project.logs("worker-0")
-    lines = log.splitlines()
-    # Started while its launcher still waited for the peer, with TensorFlow imported by the deadline...
-    assert "started" in lines and "imported" in lines, log
-    # ...and held at its strategy: TensorFlow never started its server, nor reached the missing peer.
-    assert "Started server with target" not in log
-    assert "strategy made" not in lines
-    assert "peer(s) never joined within the 15s join deadline: worker-1:12345 (name not resolvable)" in log
-    assert project.run_seconds("worker-0") < JOIN + 10
-
-
 def test_a_typo_in_the_cluster_list_names_the_host(compose_project, tmp_path):
     typo = {"TF_WORKER_HOSTS": "worker-0,worker-l"}
     project = compose_project(

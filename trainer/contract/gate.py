@@ -4,19 +4,14 @@ Importing TensorFlow takes seconds; the rendezvous (trainer/launcher/supervisor.
 the launcher starts a program that honours the gate at once, with the read end of a pipe named by
 TFCLUSTER_GATE_FD, and the program waits there, TensorFlow imported, until the launcher writes
 `go` (every worker agreed). If the launcher closes the pipe instead, the program ends without
-touching the cluster. A Python program of your own, which knows nothing of the gate, is started
-at once as well, its pipe named by TENSORFLOW_VARIABLE instead: the image's observer holds it at
-the first call of its TensorFlow that would reach the cluster (trainer/observer/gate.py). Any
-other program is started only after the rendezvous, so a mismatch or a missing peer never
-reaches its TensorFlow either way.
+touching the cluster. A program that knows nothing of the gate is started only after the
+rendezvous, so a mismatch or a missing peer never reaches its TensorFlow either way.
 """
 
 import os
 from collections.abc import Mapping
 
 VARIABLE = "TFCLUSTER_GATE_FD"
-# The observer's, for a program of your own (trainer/observer/gate.py spells it too).
-TENSORFLOW_VARIABLE = "TFCLUSTER_TENSORFLOW_GATE_FD"
 GO = b"go\n"
 
 

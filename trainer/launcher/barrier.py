@@ -45,10 +45,8 @@ class Barrier:
         self._say = say
         self._validated: set[int] = set()  # Positions of the peers whose fingerprint matches.
 
-    def meet(self, *, program_failed: Callable[[], bool]) -> None:
-        """Returns once every peer agrees, or early if a gated program failed (its exit says why).
-        One that ended with 0 (a program of yours that never reached the cluster) waits for the
-        meeting all the same: its exit proves no agreement.
+    def meet(self, *, program_ended: Callable[[], bool]) -> None:
+        """Returns once every peer agrees, or early if a gated program ended (its exit says why).
 
         Raises TopologyMismatch or PeerNeverJoined, and Stopped on a signal.
         """
@@ -66,7 +64,7 @@ class Barrier:
             if now >= next_progress:
                 self._say(f"waiting for {', '.join(waiting)} {now - started:.0f}s/{self._join_timeout:.0f}s")
                 next_progress += PROGRESS_INTERVAL
-            if program_failed():
+            if program_ended():
                 return
             self._stop.pause(min(CHECK_INTERVAL, max(0.0, deadline - now)))
         self._server.set_state("agreed")

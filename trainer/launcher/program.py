@@ -13,10 +13,8 @@ when Compose's `stop_grace_period` (10 s unless set) has passed, so that must ex
 import contextlib
 import os
 import resource
-import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -38,57 +36,13 @@ DUMP_QUIET = 0.5
 DUMP_WAIT = 5.0
 
 
-def gate_of(command: list[str], path: str | None = None) -> str | None:
-    """The variable that names the start gate's pipe for this program (trainer/contract/gate.py),
-    whose commands are looked up in `path`: this project's own programs wait at it themselves; a
-    Python program of yours is held by the observer, where it has one that does (below); None for
-    the rest, started after the rendezvous."""
-    if not command or not os.path.basename(command[0]).startswith("python"):
-        return None
-    if command[1:2] == ["-m"] and command[2:3] and command[2] in GATED_MODULES:
-        return gate.VARIABLE
-    if _observer_holds() and _this_python(command[0], path) and _runs_site(command[1:]):
-        return gate.TENSORFLOW_VARIABLE
-    return None
-
-
-def _observer_holds() -> bool:
-    """Whether the image's observer, as this launcher's own Python loaded it, holds programs at
-    the gate (not on a host, nor in an image built before it did: there the program waits for
-    the rendezvous to start)."""
-    observer = sys.modules.get("_tfcluster_observer")
-    return getattr(observer, "GATE_VARIABLE", None) == gate.TENSORFLOW_VARIABLE
-
-
-def _this_python(program: str, path: str | None) -> bool:
-    """Whether `program` is this launcher's own Python (its virtual environment's, by any of its
-    names), whose `site` loaded the observer; another Python does not load it."""
-    found = shutil.which(program, path=path)
-    return found is not None and os.path.dirname(os.path.abspath(found)) == os.path.dirname(
-        os.path.abspath(sys.executable)
+def honours_gate(command: list[str]) -> bool:
+    return (
+        len(command) >= 3
+        and os.path.basename(command[0]).startswith("python")
+        and command[1] == "-m"
+        and command[2] in GATED_MODULES
     )
-
-
-def _runs_site(arguments: list[str]) -> bool:
-    """Whether Python, given these arguments, runs its `site` (the image's .pth files): not with -S."""
-    options = iter(arguments)
-    for argument in options:
-        if not argument.startswith("-") or argument in ("-", "--"):
-            return True  # The program (a script, or - for stdin) and its own arguments follow.
-        if argument.startswith("--"):
-            if argument == "--check-hash-based-pycs":
-                next(options, None)
-            continue
-        for position, letter in enumerate(argument[1:], start=1):
-            if letter == "S":
-                return False
-            if letter in "cm":
-                return True  # -c COMMAND, -m MODULE: the rest is the program's.
-            if letter in "WX":  # -W ignore, -Wignore: the rest is its value.
-                if position == len(argument) - 1:
-                    next(options, None)
-                break
-    return True
 
 
 def _progress(recorder: Log | None) -> dict[str, str]:
@@ -162,14 +116,14 @@ class Program:
             self.stop()
 
     @contextlib.contextmanager
-    def held_at_gate(self, variable: str = gate.VARIABLE) -> Iterator[None]:
-        """Starts the program now, held at the start gate (named by `variable`) while the workers meet.
+    def held_at_gate(self) -> Iterator[None]:
+        """Starts the program now, held at the start gate while the block runs (the workers meet).
 
         It imports TensorFlow meanwhile. If the block ends normally the gate opens and the program
         trains; if it raises, the program ends without ever touching the cluster.
         """
         gate_read, gate_write = os.pipe()
-        self.start(variables={variable: str(gate_read)}, pass_fds=(gate_read,))
+        self.start(variables={gate.VARIABLE: str(gate_read)}, pass_fds=(gate_read,))
         os.close(gate_read)
         try:
             yield
@@ -184,9 +138,6 @@ class Program:
 
     def has_ended(self) -> bool:
         return self._process is not None and self._process.poll() is not None
-
-    def has_failed(self) -> bool:  # Ended, with another status than 0.
-        return self.has_ended() and self._process.returncode != 0
 
     def stop(self) -> None:
         """SIGTERM to the program's process group, and SIGKILL if it is still there `stop_grace` seconds later."""

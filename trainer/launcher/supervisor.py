@@ -4,10 +4,9 @@ Phases, each bounded, each in a module of its own:
 0. Network (with compose.network.yaml only, within the join deadline): wait until this worker's
    shaper has applied its profile and measured every link (trainer/launcher/shaping.py).
 1. Rendezvous (up to the join deadline): every peer must answer with the same configuration
-   (trainer/launcher/barrier.py). This project's own programs, and Python programs of yours, are
-   started at once and import TensorFlow meanwhile, held at a gate (trainer/contract/gate.py)
-   until every worker agrees; any other program starts after the rendezvous
-   (trainer/launcher/program.py, `gate_of`).
+   (trainer/launcher/barrier.py). This project's own programs are started at once and import
+   TensorFlow meanwhile, held at a gate (trainer/contract/gate.py) until every worker agrees; any
+   other program starts after the rendezvous (trainer/launcher/program.py).
 2. Training (up to the run deadline): the program runs while a watchdog watches every peer and
    this worker's own health (trainer/launcher/health.py: its program's progress, its container's
    memory), and stops the program if a peer is lost, if it thrashes at its memory limit, or if no
@@ -44,7 +43,7 @@ from trainer.launcher.health import Health
 from trainer.launcher.lingering import linger_then_close
 from trainer.launcher.peers import PeerWatch, recorded_exits, watch_peers
 from trainer.launcher.postmortem import judge
-from trainer.launcher.program import Program, gate_of
+from trainer.launcher.program import Program, honours_gate
 from trainer.launcher.shaping import wait_for_shaping
 from trainer.launcher.stopping import StopRequest
 from trainer.launcher.watchdog import Watchdog
@@ -133,7 +132,7 @@ class Supervisor:
         )
         try:
             self._wait_for_network()
-            self._meet(gate=gate_of(command, environment.get("PATH")))
+            self._meet(gated=honours_gate(command))
             exit_code, reason = self._train(), None
         except LaunchFailure as failure:
             # The reason is the whole line, so that the verdict names which worker's launcher said it.
@@ -156,8 +155,8 @@ class Supervisor:
                 say=self.say,
             )
 
-    def _meet(self, *, gate: str | None) -> None:
-        """Phase 1: every worker agrees on the cluster and settings; then the program (held at `gate`) may train."""
+    def _meet(self, *, gated: bool) -> None:
+        """Phase 1: every worker agrees on the cluster and settings; then the program may train."""
         barrier = Barrier(
             fingerprint=self._fingerprint,
             watches=self._watches,
@@ -167,13 +166,13 @@ class Supervisor:
             stop=self._stop,
             say=self.say,
         )
-        if gate:
+        if gated:
             # Started now, it imports TensorFlow while the workers meet and waits at the gate.
-            with self._program.held_at_gate(gate):
-                barrier.meet(program_failed=self._program.has_failed)
+            with self._program.held_at_gate():
+                barrier.meet(program_ended=self._program.has_ended)
                 self._stop.check()  # A signal may have ended the meeting, or the program: the gate stays shut.
         else:
-            barrier.meet(program_failed=self._program.has_failed)
+            barrier.meet(program_ended=self._program.has_ended)
             self._stop.check()  # After a signal the program is not even started.
             self._program.start()
 

@@ -7,11 +7,9 @@ trained in sync is their model state itself: every variable's bytes, identical o
 
 The image loads this package into every Python interpreter it starts, as `_tfcluster_observer`, by
 a .pth file in its site-packages (docker/Dockerfile), as it loads the stack dumps
-(trainer/contract/stacks.py). It also holds a program the launcher started before the workers
-agreed at its first call that reaches the cluster, until they have (trainer/observer/gate.py). It
-is inert unless the launcher set `VARIABLE` in the program's environment to a file to record to
-(trainer/launcher/observing.py), and then it imports nothing until the program imports TensorFlow
-(trainer/observer/imports.py). From there it records, as
+(trainer/contract/stacks.py). It is inert unless the launcher set `VARIABLE` in the program's
+environment to a file to record to (trainer/launcher/observing.py), and then it imports nothing
+until the program imports TensorFlow (trainer/observer/imports.py). From there it records, as
 JSON lines the verifier reads (trainer/observer/journal.py, trainer/verifier/observed.py):
 
 - each strategy the program makes: its class, `num_replicas_in_sync`, the cluster it resolved;
@@ -36,11 +34,6 @@ modules import each other relatively, and its source lives here only to be linte
 
 import os
 
-from . import gate  # Only modules Python's `site` has loaded already.
-
-# Which gate this observer holds programs at: the launcher starts one early only if it is its own.
-GATE_VARIABLE = gate.VARIABLE
-
 VARIABLE = "TFCLUSTER_OBSERVER"
 
 _installed = None  # The observer `install` made, for `epoch_ended`.
@@ -50,7 +43,6 @@ _installed_for = None  # The record it was made for: a zygote's child installs a
 def install(environ=os.environ) -> bool:
     """Watches for TensorFlow's import if the launcher asked for a record; returns whether it did."""
     global _installed, _installed_for
-    _hold_at_gate(environ)
     path = environ.get(VARIABLE)
     if not path:
         return False
@@ -69,18 +61,6 @@ def install(environ=os.environ) -> bool:
     imports.after_import("keras", observer.keras_imported)
     _installed, _installed_for = observer, path
     return True
-
-
-def _hold_at_gate(environ) -> None:
-    """Where the launcher started the program before the workers agreed (trainer/observer/gate.py):
-    its TensorFlow waits for them before it first reaches the cluster."""
-    held = gate.take(environ)
-    if held is None:
-        return
-    from . import imports
-
-    for module in gate.HELD:
-        imports.after_import(module, lambda imported: gate.hold(imported, held))
 
 
 def epoch_ended() -> None:

@@ -341,7 +341,7 @@ def test_the_barrier_names_a_peer_with_other_settings():
     theirs = Fingerprint(workers=WORKERS, index=1, settings={"TRAIN_SEED": 8})
     meeting, _, _ = barrier([StandInWatch(1, Observation(theirs, "waiting", None, 0))])
     with pytest.raises(TopologyMismatch) as raised:
-        meeting.meet(program_failed=lambda: False)
+        meeting.meet(program_ended=lambda: False)
     assert raised.value.exit_code == ExitCode.CONFIG_ERROR
     assert raised.value.message == "topology mismatch: TRAIN_SEED differs: worker-0:12345 has 7, worker-1:12345 has 8"
 
@@ -349,7 +349,7 @@ def test_the_barrier_names_a_peer_with_other_settings():
 def test_the_barrier_lets_through_once_every_peer_has_agreed_too():
     theirs = Fingerprint(workers=WORKERS, index=1, settings={"TRAIN_SEED": 7})
     meeting, server, said = barrier([StandInWatch(1, Observation(theirs, "agreed", None, 0))])
-    meeting.meet(program_failed=lambda: False)
+    meeting.meet(program_ended=lambda: False)
     assert server.states[-1] == "agreed"
     assert said[0] == "waiting for 1 peer(s), up to 30s"
     assert said[1].startswith("all 2 workers agree on the cluster and settings after ")
@@ -359,13 +359,13 @@ def test_the_barrier_gives_up_on_a_silent_peer_at_the_join_deadline_and_on_a_sig
     silent = StandInWatch(1, None)
     meeting, _, _ = barrier([silent], join_timeout=0.2)
     with pytest.raises(PeerNeverJoined) as raised:
-        meeting.meet(program_failed=lambda: False)
+        meeting.meet(program_ended=lambda: False)
     assert raised.value.message == "peer(s) never joined within the 0s join deadline: worker-1:12345 (no answer yet)"
     stop = StopRequest()
     threading.Timer(0.1, stop.request, args=(signal.SIGINT,)).start()
     meeting, _, _ = barrier([silent], stop=stop)
     with pytest.raises(Stopped, match="stopped by SIGINT"):
-        meeting.meet(program_failed=lambda: False)
+        meeting.meet(program_ended=lambda: False)
 
 
 def watchdog(watches, *, run_timeout=60.0):
