@@ -482,15 +482,14 @@ def of(plan) -> list:
         return [*steps, WarmRun(), ReadVerdict(plan.junit), Report(plan.junit, plan.report)]
     down = Compose(DOWN, unless=NOTHING_LEFT)
     if plan.bakes:
-        # Compose's files name the baked image, known only once it is built: `down` after it.
-        steps += [CheckName(), down]
+        # Compose's files name the baked image, known only once it is built: `down` after it, then
+        # the earlier baked images its containers held.
+        steps += [CheckName(), down, RemoveSuperseded()]
     else:
         # The last run's containers are taken down while the set-up runs: the claim has just checked
         # that no other checkout's carry the name, and CheckName checks again before `up`.
         steps.insert(1, Begin(down))
         steps += [Finish(down), CheckName()]
-    if plan.bakes:
-        steps.append(RemoveSuperseded())
     steps += [Up(), Compose(STOP, unless=NOTHING_RUNNING, ending=ENDING), CheckName(after=True)]
     if plan.junit or plan.collects:
         steps.append(ReadVerdict(plan.junit))
