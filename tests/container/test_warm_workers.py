@@ -26,6 +26,19 @@ FORKED = "forked its program from the warm zygote"
 RESTARTED = "the warm zygote restarts for this run: TF_USE_LEGACY_KERAS is unset in the zygote, '1' for the run"
 # Printed by the project when its model module is imported: the edit, and which Keras `tf.keras` is.
 PROBE = 'print("edit {n}: tf.keras is", tf.keras.Model.__module__.split(".")[0], flush=True)\n'
+# A program whose TFRecord writer is never closed, as programs leave them: its 1000 bytes (1016 as
+# a record) reach the file only as Python's shutdown destroys the writer. The project's next run
+# says how much the file holds.
+WRITER = (
+    "python -c \"import tensorflow as tf; writer = tf.io.TFRecordWriter('/tmp/tfc-test-records'); "
+    "writer.write(b'x' * 1000)\""
+)
+RECORDS = (
+    "import os as _os\n"
+    "_LEFT = '/tmp/tfc-test-records'\n"
+    "print('records left:', _os.path.getsize(_LEFT) if _os.path.exists(_LEFT) else 'none', flush=True)\n"
+)
+LEFT = "records left: 1016\n"
 
 
 def final_states(run) -> dict[str, list]:
@@ -88,18 +101,22 @@ def test_warm_runs_in_a_row_take_every_edit_survive_a_failure_and_a_keras_change
         assert failed.status == 7, failed.problems
         assert all(worker.status == "exited 3" for worker in failed.workers.values()), failed.workers
 
-        model.write_text(original + PROBE.format(n=3))
+        model.write_text(original + PROBE.format(n=3) + RECORDS)
         after_failure = run()
         assert after_failure.passed, after_failure.problems
         assert all(FORKED in log and "edit 3" in log for log in after_failure.logs.values())
         assert figures(after_failure) == figures(first)
         assert final_states(after_failure) == final_states(first)
 
+        written = Cluster(name=name, project=str(project), command=WRITER, warm=True, environ=environ).run()
+        assert all(worker.status == "exited 0" for worker in written.workers.values()), written.workers
         legacy = run(TF_USE_LEGACY_KERAS="1")
         assert legacy.passed, legacy.problems
         for worker, log in legacy.logs.items():
             assert RESTARTED in log, worker
             assert FORKED in log and "edit 3: tf.keras is tf_keras" in log, worker
+            # What the forked writer's program wrote as Python's shutdown destroyed it, as `python` does.
+            assert LEFT in log, worker
         legacy_again = run(TF_USE_LEGACY_KERAS="1")
         assert legacy_again.passed, legacy_again.problems
         assert all("restarts" not in log and FORKED in log for log in legacy_again.logs.values())

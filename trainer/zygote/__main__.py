@@ -6,6 +6,7 @@ then serves its launchers (trainer/zygote/server.py). In a forked child it retur
 with the run to become (trainer/zygote/child.py).
 """
 
+import gc
 import os
 import sys
 import time
@@ -33,6 +34,10 @@ def main() -> int:
     )
     # Its own PYTHONPATH (the image's /app) is not a child's: each gets its run's.
     kept = child.Kept.now(os.environ.get("PYTHONPATH", ""))
+    # Every object so far out of the collector's reach: a child's collections (its own, and the one
+    # at its end: trainer/zygote/child.py) then never write to the zygote's objects, whose pages
+    # stay shared instead of copied into each child.
+    gc.freeze()
     fork = server.Zygote(listener, key=key, unsafe=unsafe, say=say).serve()
     if fork is None:
         return 0
