@@ -40,12 +40,34 @@ def verdict_killing(project: ComposeProject, service: str, *, when: str) -> tupl
     """The verdict's exit code and output, `service` killed once worker-0 prints `when`."""
     running = project.start_verdict()
     try:
-        project.wait_for_line("worker-0", when)
+        try:
+            project.wait_for_line("worker-0", when)
+        except AssertionError as missed:
+            raise AssertionError(f"{missed}\n{what_each_container_was(project, running)}") from None
         kill(project, service)
         output, _ = running.communicate(timeout=180)
         return running.returncode, output
     finally:
         running.kill()
+
+
+def what_each_container_was(project: ComposeProject, running) -> str:
+    """For a run that never got where a test waited: every service's output as Compose showed it,
+    and each worker container's state and networks (a peer once stayed unresolvable by name for
+    a whole join deadline, in suite runs only: the engine's DNS flake, docs/performance.md)."""
+    running.kill()
+    output, _ = running.communicate(timeout=30)
+    states = []
+    for service in ("worker-0", "worker-1", "keeper"):
+        container = project.container(service)
+        inspected = subprocess.run(["docker", "inspect", container], capture_output=True, text=True)
+        if not container or inspected.returncode != 0:
+            states.append(f"{service}: no container")
+            continue
+        (state,) = json.loads(inspected.stdout)
+        networks = {name: network.get("IPAddress") for name, network in state["NetworkSettings"]["Networks"].items()}
+        states.append(f"{service}: {json.dumps(state['State'])} restarts {state['RestartCount']} networks {networks}")
+    return "the run's output:\n" + output[-6000:] + "\n" + "\n".join(states)
 
 
 @pytest.fixture(scope="module")

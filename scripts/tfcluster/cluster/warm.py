@@ -10,8 +10,9 @@ of its own in the volumes; the launcher asks its zygote to fork the program. The
 any other: the rendezvous, the watchdog, the verdict.
 
 The warm cluster is keyed by everything of the run's Compose configuration but the services'
-environments and commands (which each run passes itself), and by the image's id: a run whose key
-differs (another project folder, --workers, --dev, a rebuilt image) brings it up again, saying
+environments and commands (which each run passes itself), by the image's id, and by the folders
+it mounts as the file system knows them: a run whose key differs (another project folder, or the
+same one removed and made again, --workers, --dev, a rebuilt image) brings it up again, saying
 why. Only one run uses a warm cluster at a time (a lock beside its files). `scripts/run --warm-down`
 takes it down.
 """
@@ -435,10 +436,26 @@ def stale(key: str, containers: list[str], found: dict[str, dict]) -> str | None
         if state is None:
             return f"{container} is missing"
         if (state["Config"].get("Labels") or {}).get(LABEL) != key:
-            return "its configuration or image changed since it came up"
+            return "its configuration, image or mounted folders changed since it came up"
         if not state["State"].get("Running"):
             return f"{container} is not running"
     return None
+
+
+def _mounted_folders(config: dict) -> dict[str, list[int] | None]:
+    """Each bind mount's source as the file system knows it (device and inode): a container's
+    mount holds the folder it was made from, so one removed and made again at the same path (a
+    fresh clone, a copy) is another folder, which a warm cluster must be brought up again to see."""
+    identities = {}
+    for service in config["services"].values():
+        for volume in service.get("volumes") or ():
+            if isinstance(volume, dict) and volume.get("type") == "bind" and volume.get("source"):
+                try:
+                    found = os.stat(volume["source"])
+                    identities[volume["source"]] = [found.st_dev, found.st_ino]
+                except OSError:
+                    identities[volume["source"]] = None
+    return identities
 
 
 def _key(config: dict, image_id: str) -> str:
@@ -454,5 +471,6 @@ def _key(config: dict, image_id: str) -> str:
             if field_name not in ("environment", "command", "env_file")
         }
     whole = {"services": services, "volumes": config.get("volumes"), "networks": config.get("networks")}
+    whole["mounted"] = _mounted_folders(config)
     digest = hashlib.sha256(json.dumps([whole, image_id, render({}, "")], sort_keys=True).encode())
     return digest.hexdigest()[:16]

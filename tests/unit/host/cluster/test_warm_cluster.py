@@ -68,6 +68,23 @@ def test_the_key_is_the_configuration_but_each_runs_own_part_and_the_image():
     assert warm._key(CONFIG, "sha256:rebuilt") != key
 
 
+def test_a_mounted_folder_made_again_at_the_same_path_is_another_cluster(tmp_path):
+    # The warm containers' bind mount holds the folder it was made from: removed and made again
+    # (a fresh clone, a copy), the same path is another folder, and every exec into the old mount
+    # failed ("current working directory is outside of container mount namespace root").
+    folder = tmp_path / "model"
+    folder.mkdir()
+    config = changed(**{"worker-0": {"volumes": [{"type": "bind", "source": str(folder), "target": "/project"}]}})
+    key = warm._key(config, IMAGE["Id"])
+    assert warm._key(config, IMAGE["Id"]) == key  # The same folder: the same cluster.
+    (folder / "train.py").write_text("print('an edit')\n")
+    assert warm._key(config, IMAGE["Id"]) == key  # An edit inside it is a run's own.
+    kept = tmp_path / "kept"  # Still there, so that the new folder cannot take the old one's number.
+    folder.rename(kept)
+    folder.mkdir()
+    assert warm._key(config, IMAGE["Id"]) != key
+
+
 def test_each_service_is_execd_with_its_environment_by_name_and_a_folder_of_the_run(monkeypatch):
     started = []
 
@@ -134,7 +151,9 @@ def test_a_warm_cluster_is_brought_up_again_when_missing_stopped_or_of_another_k
     assert warm.stale("k", containers, inspected(image)) == "none is up"
     assert warm.stale("k", containers, inspected(container("worker-0"))) == "tfcluster-warm-verifier-1 is missing"
     changed = inspected(container("worker-0", key="old"), container("verifier"))
-    assert warm.stale("k", containers, changed) == "its configuration or image changed since it came up"
+    assert (
+        warm.stale("k", containers, changed) == "its configuration, image or mounted folders changed since it came up"
+    )
     stopped = inspected(container("worker-0", running=False), container("verifier"))
     assert warm.stale("k", containers, stopped) == "tfcluster-warm-worker-0-1 is not running"
     up = inspected(image, container("worker-0"), container("verifier"))
