@@ -80,7 +80,8 @@ def test_a_worker_out_of_memory_is_named_by_itself_and_its_peer(
     result = project.verdict(timeout=240)
     assert result.returncode == ExitCode.VERIFICATION_FAILED, result.stdout
     assert project.exit_code("worker-1") == ExitCode.OUT_OF_MEMORY, project.logs("worker-1")
-    assert f"worker-1: exited 9: launcher | worker-1:12345: {worker_1_says}" in result.stdout
+    said = [line for line in result.stdout.splitlines() if "  - worker-" in line]  # The verdict's problems, whole.
+    assert f"worker-1: exited 9: launcher | worker-1:12345: {worker_1_says}" in result.stdout, said
     assert project.exit_code("worker-0") == ExitCode.PEER_LOST, project.logs("worker-0")
     line = next(line for line in result.stdout.splitlines() if "- worker-0: " in line)
     assert worker_0_says in line and "out of memory" in line, line
