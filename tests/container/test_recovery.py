@@ -59,12 +59,11 @@ def what_each_container_was(project: ComposeProject, running) -> str:
     output, _ = running.communicate(timeout=30)
     states = []
     for service in ("worker-0", "worker-1", "keeper"):
-        container = project.container(service)
-        inspected = subprocess.run(["docker", "inspect", container], capture_output=True, text=True)
-        if not container or inspected.returncode != 0:
+        try:
+            state = project.state(service)
+        except subprocess.CalledProcessError:
             states.append(f"{service}: no container")
             continue
-        (state,) = json.loads(inspected.stdout)
         networks = {name: network.get("IPAddress") for name, network in state["NetworkSettings"]["Networks"].items()}
         states.append(f"{service}: {json.dumps(state['State'])} restarts {state['RestartCount']} networks {networks}")
     return "the run's output:\n" + output[-6000:] + "\n" + "\n".join(states)

@@ -41,7 +41,7 @@ def main() -> int:
     fork = server.Zygote(listener, key=key, unsafe=unsafe, say=say).serve()
     if fork is None:
         return 0
-    child.end(child.run(fork.command, fork.environment, fork.cwd, kept))
+    child.end(child.run(fork.command, fork.environment, fork.cwd, kept), kept)
 
 
 def _import_frameworks() -> tuple[dict[str, int], str]:

@@ -45,11 +45,13 @@ class Kept:
     `base_path`: sys.path without the zygote's own PYTHONPATH. `foreign`: the modules not of the
     image's Python, to be forgotten. Finding them means a realpath for each of 2,800 modules:
     3.4 s through this engine's fuse-overlayfs, too much for every run; a path that starts with
-    the standard library's or site-packages' own needs none.
+    the standard library's or site-packages' own needs none. `modules`: the rest, each a child's
+    own unless the program imports it afresh; any other module at a child's end is the program's.
     """
 
     base_path: tuple[str, ...]
     foreign: frozenset[str]
+    modules: dict
 
     @classmethod
     def now(cls, pythonpath: str) -> "Kept":
@@ -63,7 +65,8 @@ class Kept:
             for origin in (origin for origin in origins if isinstance(origin, str)):
                 if not origin.startswith(image) and not os.path.realpath(origin).startswith(image):
                     foreign.add(name)
-        return cls(tuple(entry for entry in sys.path if entry not in own), frozenset(foreign))
+        modules = {name: module for name, module in sys.modules.items() if name not in foreign}
+        return cls(tuple(entry for entry in sys.path if entry not in own), frozenset(foreign), modules)
 
 
 @dataclass(frozen=True)
@@ -108,11 +111,11 @@ def run(command: Command, environment: dict[str, str], cwd: str, kept: Kept) -> 
         return 1
 
 
-def end(status: int) -> NoReturn:
+def end(status: int, kept: Kept) -> NoReturn:
     """The start of Python's own shutdown, then the process's end (see the module's docstring)."""
     threading._shutdown()  # What the interpreter does first at exit: wait for non-daemon threads.
     atexit._run_exitfuncs()
-    _destroy_the_programs_modules()
+    _destroy_the_programs_modules(kept)
     for stream in _open_files():
         try:
             stream.flush()
@@ -131,7 +134,6 @@ def become(command: Command, environment: dict[str, str], cwd: str, kept: Kept) 
     os.environ.update(environment)
     for name in kept.foreign:
         sys.modules.pop(name, None)
-    _ZYGOTES_MODULES.update(sys.modules)
     sys.path[:] = [_first_path(command), *_pythonpath(environment), *kept.base_path]
     _install_start_up_hooks()
     if command.kind == "module":
@@ -147,15 +149,11 @@ def become(command: Command, environment: dict[str, str], cwd: str, kept: Kept) 
     return 0
 
 
-# The modules as the program found them, by name (become): any other is the program's.
-_ZYGOTES_MODULES: dict = {}
-
-
-def _destroy_the_programs_modules() -> None:
+def _destroy_the_programs_modules(kept: Kept) -> None:
     """The program's modules forgotten, latest first, as Python's shutdown forgets them, and what
     only they held destroyed. The zygote's objects are frozen (trainer/zygote/__main__.py): the
     collection passes over them, leaving their pages shared."""
-    programs = [name for name, module in sys.modules.items() if _ZYGOTES_MODULES.get(name) is not module]
+    programs = [name for name, module in sys.modules.items() if kept.modules.get(name) is not module]
     for name in reversed(programs):
         sys.modules.pop(name, None)
     del programs
