@@ -16,7 +16,7 @@ from tfcluster.cluster import runs
 from tfcluster.cluster.compose import unique_name
 
 from tests.conftest import ROOT
-from tests.container.conftest import running
+from tests.container.conftest import running, warm_down
 
 # How long a cancelled run may take to be gone, its containers included: the launchers stop within
 # TF_STOP_GRACE + 2 s (4 s), Compose's stop and down take a few more.
@@ -184,6 +184,39 @@ def play(sequence, process: subprocess.Popen) -> tuple[int, float, list[str]]:
                 process.send_signal(signal_number)
     status = process.wait(timeout=CANCEL_BOUND)
     return status, time.monotonic() - began, sent
+
+
+@pytest.mark.parametrize("warm", [False, True], ids=["cold", "warm"])
+def test_a_run_whose_reader_goes_away_is_cancelled_as_by_sigpipe_and_leaves_nothing_running(base_name, tmp_path, warm):
+    # `scripts/run | head -1`. Before: cold, a BrokenPipeError traceback and exit 255 (Compose died
+    # on its own SIGPIPE); warm, the threads that forward the launchers' output died with one each.
+    report, said = tmp_path / "verdict.xml", tmp_path / "stderr"
+    arguments = [*(["--warm"] if warm else []), "--junit", str(report)]
+    with open(said, "w") as stderr:
+        process = subprocess.Popen(
+            [str(ROOT / "scripts" / "run"), *arguments],
+            cwd=ROOT,
+            env={**os.environ, "COMPOSE_PROJECT_NAME": base_name, "TRAIN_EPOCHS": "300"},
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            start_new_session=True,
+        )
+    try:
+        first = process.stdout.readline()
+        process.stdout.close()  # What `head -1` does once it has its line.
+        status = process.wait(timeout=CANCEL_BOUND)
+    finally:
+        kill_left(process)
+        if warm:
+            warm_down(base_name)
+    text = said.read_text()
+    assert first, text
+    assert status == 128 + signal.SIGPIPE, text
+    stopped = "the warm cluster " if warm else "the cluster"
+    assert f"run: received SIGPIPE (the reader of its output is gone): stopping {stopped}" in text, text
+    assert "Traceback" not in text and "BrokenPipeError" not in text, text
+    assert running(f"{base_name}-warm" if warm else base_name) == []
+    assert "the run ended with exit status 141 before the verifier gave a verdict" in report.read_text()
 
 
 def test_githubs_cancel_sequence_mid_training_leaves_nothing_and_a_failing_report_within_its_budget(

@@ -15,10 +15,14 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 
-SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# SIGPIPE too: the reader of the run's output went away (`scripts/run | head`). Python ignores it and
+# raises BrokenPipeError in whichever thread wrote; `reader_gone` makes it the run's, as a program
+# that does not catch it dies of it.
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE)
 # How long a cancelled child (Compose's `up`, the set-up, a build) is given after SIGTERM: inside
 # GitHub's cancel budget (SIGTERM 7.5 s after its SIGINT, SIGKILL 2.5 s later), since the stop and
 # `down` still follow. Compose's own stop of its containers takes about 4 s (the launchers end
@@ -40,7 +44,63 @@ class Cancelled(SystemExit):
 
     @property
     def name(self) -> str:
-        return signal.Signals(self.signal_number).name
+        return described(self.signal_number)
+
+
+def described(signal_number: int) -> str:
+    """The signal's name, and for SIGPIPE what it means here."""
+    name = signal.Signals(signal_number).name
+    return f"{name} (the reader of its output is gone)" if signal_number == signal.SIGPIPE else name
+
+
+class _Outliving:
+    """A standard stream that outlives its reader: once the reader has gone, what is written goes
+    to /dev/null and the run is told (reader_gone), rather than BrokenPipeError raised wherever the
+    run was, in its clean-up too."""
+
+    def __init__(self, stream):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            reader_gone(self._stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            reader_gone(self._stream)
+
+    def __getattr__(self, name: str):
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def outliving_readers() -> Iterator[None]:
+    """sys.stdout and sys.stderr outlive their readers for the block (a run's, from the command line)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Outliving(sys.stdout), _Outliving(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
+def reader_gone(stream) -> None:
+    """What a thread that copies a child's output does when `stream`'s reader has gone: the rest is
+    written to /dev/null, so that no child ever blocks on a full pipe and nothing is written there
+    again, and the run is told as by the signal. The write's own SIGPIPE went to the thread that
+    wrote, where nothing waits on it; the run waits in the main thread. Where no run handles it,
+    it is ignored (Python's default) and only the output is dropped."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, stream.fileno())
+    finally:
+        os.close(devnull)
+    signal.pthread_kill(threading.main_thread().ident, signal.SIGPIPE)
 
 
 def _raise(signal_number, _frame):

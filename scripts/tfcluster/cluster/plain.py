@@ -15,6 +15,8 @@ import threading
 from collections.abc import Iterator
 from typing import BinaryIO
 
+from tfcluster.cluster import cancel
+
 # CSI sequences (colours, erase line, cursor moves), OSC sequences (titles), and the bare carriage
 # return with which a progress line is redrawn.
 _ESCAPES = re.compile(rb"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]|\r(?!\n)")
@@ -27,8 +29,11 @@ def strip(line: bytes) -> bytes:
 def _copy(source: int, target: BinaryIO) -> None:
     with os.fdopen(source, "rb") as lines:
         for line in lines:
-            target.write(strip(line))
-            target.flush()
+            try:
+                target.write(strip(line))
+                target.flush()
+            except BrokenPipeError:  # `scripts/run | head`: read on, or Compose would block.
+                cancel.reader_gone(target)
 
 
 @contextlib.contextmanager

@@ -297,7 +297,7 @@ class _Exec:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     verifier.wait(timeout=0.2)  # A signal's handler cannot wait; the loop looks.
             if interrupted is not None:
-                say(f"received {signal.Signals(interrupted).name}: stopping the warm cluster {self._cluster.name}")
+                say(f"received {cancel.described(interrupted)}: stopping the warm cluster {self._cluster.name}")
                 self._cluster.stop()
                 status = 128 + interrupted
             else:
@@ -364,8 +364,11 @@ class _Exec:
         for line in process.stdout:
             self._lines[name].append((time.time(), line))
             with self._print_lock:
-                sys.stdout.write(prefix + line)
-                sys.stdout.flush()
+                try:
+                    sys.stdout.write(prefix + line)
+                    sys.stdout.flush()
+                except BrokenPipeError:  # `scripts/run --warm | head`: read on, for the verdict.
+                    cancel.reader_gone(sys.stdout)
         process.wait()
 
     def _let_workers_end(self) -> None:

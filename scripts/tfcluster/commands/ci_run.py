@@ -54,6 +54,7 @@ exit status (scripts/run's):
   2    config error: a bad variable, named in one line (nothing was started)
   7    verification failed: the verdict says why
   129, 130, 143  cancelled by SIGHUP, SIGINT or SIGTERM: the cluster was stopped, the report fails
+  141  its output's reader went away (`| head`): stopped as on a signal, the report fails
   any other: as scripts/run --help says"""
 
 

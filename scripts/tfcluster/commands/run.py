@@ -12,7 +12,7 @@ import signal
 import sys
 import textwrap
 
-from tfcluster.cluster import dryrun, scaling, slowdown
+from tfcluster.cluster import cancel, dryrun, scaling, slowdown
 from tfcluster.cluster.api import PROJECT_NAME, Cluster, execute
 from tfcluster.cluster.plan import PROFILES
 from tfcluster.commands.parsing import HELP_WIDTH, Parser, one_of, whole_number
@@ -87,7 +87,9 @@ exit status (the verifier's, once the cluster has run):
        scripts/setup could not proceed (Docker missing or not running, a requirement that
        conflicts with the image's pins or cannot be downloaded)
   7    verification failed: the verifier's table says why
-  143  terminated: the verifier was stopped before a verdict
+  143  terminated: the verifier was stopped before a verdict, or the run by SIGTERM
+  130, 129, 141  stopped by SIGINT or SIGHUP, or by its output's reader going away (`| head`):
+       the cluster was stopped, the report fails
   any other: set-up, Docker or Compose failed, and said why
 
 Worker names are worker-0 to worker-N-1 (worker-0 is the chief). At most {scaling.MAX_WORKERS} workers."""
@@ -356,7 +358,8 @@ def main(argv: list[str], environ=None, *, first=None) -> int:
             print(f"run: --dry-run: {error}", file=sys.stderr)
             return 1
         return 0
-    return execute(plan, environ, first=first).status
+    with cancel.outliving_readers():  # `scripts/run | head`: cancelled as by SIGPIPE, not a traceback.
+        return execute(plan, environ, first=first).status
 
 
 if __name__ == "__main__":

@@ -3,15 +3,17 @@ child, the child's whole group is sent SIGTERM and then, if it lingers, SIGKILL;
 cancelled while its cluster runs stops it, tears it down, writes a failing report and exits 128 +
 the signal."""
 
+import io
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 from xml.etree import ElementTree
 
 import pytest
-from tfcluster.cluster import cancel, orphans, runs
+from tfcluster.cluster import cancel, orphans, plain, runs
 from tfcluster.commands import ci_run, run
 
 from tests.unit.host.conftest import DOWN
@@ -145,3 +147,58 @@ def test_the_watch_raises_once_then_notes_and_gives_the_handlers_back():
         os.kill(os.getpid(), signal.SIGTERM)  # The clean-up's: noted, not raised.
         assert signals.late == signal.SIGTERM
     assert signal.getsignal(signal.SIGHUP) is before
+
+
+# -- the reader of the run's output gone (`scripts/run | head`) -------------------------------------
+
+
+@pytest.fixture
+def readerless():
+    """A stream whose reader has gone, as `head` leaves a run's standard output; its file number
+    is checked afterwards for what it became."""
+    read, write = os.pipe()
+    os.close(read)
+    with os.fdopen(write, "wb") as stream:
+        yield stream
+
+
+def into(fd: int) -> str:
+    return os.readlink(f"/proc/self/fd/{fd}")
+
+
+def test_a_copier_whose_reader_is_gone_reads_its_child_to_the_end_into_dev_null(readerless):
+    # Outside a run (SIGPIPE ignored, Python's default): only the output is dropped. Before, the
+    # copier died at its first line and a child writing more than a pipe holds blocked for good.
+    source, sink = os.pipe()
+    copier = threading.Thread(target=plain._copy, args=(source, readerless), daemon=True)
+    copier.start()
+    with os.fdopen(sink, "wb") as child:
+        child.write(b"a line of a chatty program\n" * 40_000)  # About 1 MiB: many pipes' worth.
+    copier.join(timeout=10)
+    assert not copier.is_alive()
+    assert into(readerless.fileno()) == "/dev/null"
+
+
+def test_a_copier_whose_reader_is_gone_cancels_the_run_waiting_in_the_main_thread_as_sigpipe(readerless):
+    source, sink = os.pipe()
+    started = time.monotonic()
+    with pytest.raises(cancel.Cancelled) as cancelled, cancel.Watch():
+        threading.Thread(target=plain._copy, args=(source, readerless), daemon=True).start()
+        os.write(sink, b"the line head waited for, and the next\n")
+        time.sleep(5)  # The run waiting on its child: the copier's SIGPIPE went to the copier's thread.
+    os.close(sink)
+    assert cancelled.value.status == 141 and cancelled.value.name.startswith("SIGPIPE (the reader")
+    assert time.monotonic() - started < 3
+
+
+def test_the_runs_own_lines_to_a_stream_whose_reader_is_gone_cancel_it_and_raise_nothing_after(readerless):
+    original = sys.stderr
+    with cancel.outliving_readers():
+        sys.stderr = cancel._Outliving(io.TextIOWrapper(readerless))  # As it wraps the real one.
+        with pytest.raises(cancel.Cancelled) as cancelled, cancel.Watch():
+            print("run: a line nobody reads", file=sys.stderr, flush=True)
+            time.sleep(5)
+        print("run: received SIGPIPE ...: stopping the cluster", file=sys.stderr, flush=True)  # The clean-up's.
+    assert sys.stderr is original
+    assert cancelled.value.status == 141
+    assert into(readerless.fileno()) == "/dev/null"

@@ -1,7 +1,10 @@
 """scripts/run --warm's host side (tfcluster/cluster/warm.py): the warm file, the cluster's key, the execs."""
 
+import io
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -212,3 +215,18 @@ def test_warm_down_removes_its_files_in_the_checkout_once_the_cluster_is_gone(tm
     # A failed `down` keeps the warm file: the cluster may still be up, and a second `down` needs it.
     assert folder.exists() is left
     assert (tmp_path / ".tfcluster").is_dir()  # Other runs' files are not this one's to take.
+
+
+def test_a_warm_run_whose_reader_is_gone_keeps_forwarding_every_line_for_its_verdict(monkeypatch):
+    # `scripts/run --warm | head`. Before, the thread died at its first line: the launcher's next
+    # lines were never read (a chatty program blocked on the full pipe) nor kept for the verdict.
+    read, write = os.pipe()
+    os.close(read)
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(os.fdopen(write, "wb")))
+    cluster = warm.WarmCluster({"COMPOSE_FILE": "compose.yaml", "COMPOSE_PROJECT_NAME": "mine"}, ["worker-0"])
+    execs = warm._Exec(cluster, cluster._services(CONFIG, IMAGE), "r1", collects=False)
+    program = "for step in range(20_000): print('train | step', step)\nprint('verdict: PASS')"
+    execs._forward("verifier", subprocess.Popen([sys.executable, "-c", program], stdout=subprocess.PIPE, text=True))
+    kept = [line for _, line in execs._lines["verifier"]]
+    assert len(kept) == 20_001 and kept[-1] == "verdict: PASS\n"
+    assert os.readlink(f"/proc/self/fd/{write}") == "/dev/null"
