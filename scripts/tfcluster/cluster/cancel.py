@@ -19,10 +19,12 @@ import sys
 import threading
 from collections.abc import Iterator
 
-# SIGPIPE too: the reader of the run's output went away (`scripts/run | head`). Python ignores it and
-# raises BrokenPipeError in whichever thread wrote; `reader_gone` makes it the run's, as a program
-# that does not catch it dies of it.
+# SIGPIPE too, but only once `reader_gone` has said that the reader of the run's own output went
+# away (`scripts/run | head`), as a program that does not catch it dies of it. Any other write to
+# a closed pipe (`docker build -`'s stdin, a library user's socket) raises its BrokenPipeError where
+# it was written, as Python's default has it, and cancels nothing.
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGPIPE)
+_readers_gone = threading.Event()
 # How long a cancelled child (Compose's `up`, the set-up, a build) is given after SIGTERM: inside
 # GitHub's cancel budget (SIGTERM 7.5 s after its SIGINT, SIGKILL 2.5 s later), since the stop and
 # `down` still follow. Compose's own stop of its containers takes about 4 s (the launchers end
@@ -90,17 +92,26 @@ def outliving_readers() -> Iterator[None]:
 
 
 def reader_gone(stream) -> None:
-    """What a thread that copies a child's output does when `stream`'s reader has gone: the rest is
-    written to /dev/null, so that no child ever blocks on a full pipe and nothing is written there
-    again, and the run is told as by the signal. The write's own SIGPIPE went to the thread that
-    wrote, where nothing waits on it; the run waits in the main thread. Where no run handles it,
-    it is ignored (Python's default) and only the output is dropped."""
+    """What a writer of the run's output does when `stream`'s reader has gone: the rest is written
+    to /dev/null, so that no child ever blocks on a full pipe and nothing is written there again,
+    and the run is told as by SIGPIPE. The write's own SIGPIPE may have been handled already, as
+    not the run's (`stopped_by`), and it does not end a wait of the main thread's from another
+    thread: this one is sent to the main thread, where the run waits. Where no run handles it, it
+    is ignored (Python's default) and only the output is dropped."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, stream.fileno())
+    except (OSError, ValueError):
+        pass  # Not a file's stream: nothing to point elsewhere.
     finally:
         os.close(devnull)
+    _readers_gone.set()
     signal.pthread_kill(threading.main_thread().ident, signal.SIGPIPE)
+
+
+def stopped_by(signal_number: int) -> bool:
+    """Whether the signal stops the run: any of SIGNALS, but SIGPIPE only for its output's reader gone."""
+    return signal_number != signal.SIGPIPE or _readers_gone.is_set()
 
 
 def _raise(signal_number, _frame):
@@ -126,11 +137,14 @@ class Watch:
     def __exit__(self, *_exception) -> None:
         for number, handler in self._previous.items():
             signal.signal(number, handler)
+        _readers_gone.clear()  # Told; a later run in this process writes to /dev/null from the start.
 
     def shield(self) -> None:
         self.raising = False
 
     def _handle(self, signal_number, _frame):
+        if not stopped_by(signal_number):
+            return
         if self.raising:
             self.raising = False  # Once: what follows is the clean-up.
             raise Cancelled(signal_number)

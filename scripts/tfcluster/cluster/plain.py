@@ -54,7 +54,11 @@ def streams() -> Iterator[dict]:
     try:
         yield options
     finally:
-        for write in options.values():
-            os.close(write)  # The child has ended, or was stopped: each copier reads to the end.
+        # The child has ended, or was stopped: each copier reads to the end once both are closed;
+        # the second is closed even if the run is cancelled as the first is (its reader gone, say).
+        try:
+            os.close(options["stdout"])
+        finally:
+            os.close(options["stderr"])
         for copier in copiers:
             copier.join(timeout=10)

@@ -279,7 +279,8 @@ class _Exec:
 
         def interrupt(signum, _frame):
             nonlocal interrupted
-            interrupted = signum
+            if cancel.stopped_by(signum) and interrupted is None:
+                interrupted = signum
 
         if threading.current_thread() is threading.main_thread():
             # Every signal a cold run stops on (SIGHUP too: a closed terminal, some CI runners).
@@ -296,18 +297,24 @@ class _Exec:
             while verifier.poll() is None and interrupted is None:
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     verifier.wait(timeout=0.2)  # A signal's handler cannot wait; the loop looks.
-            if interrupted is not None:
+            stopped = interrupted is not None
+            if stopped:
                 say(f"received {cancel.described(interrupted)}: stopping the warm cluster {self._cluster.name}")
                 self._cluster.stop()
                 status = 128 + interrupted
             else:
                 status = exit_status(verifier.returncode)
                 self._let_workers_end()
+            for reader in readers:  # With the handlers still the run's: a signal now is still seen.
+                reader.join(timeout=5)
+            if not stopped and interrupted is not None:
+                # As a cold run's (api._cancelled_late): a cancelled CI job's step must not pass.
+                said = cancel.described(interrupted)
+                say(f"received {said} as the run ended: its verdict stands in the report, the run fails")
+                status = 128 + interrupted
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
-        for reader in readers:
-            reader.join(timeout=5)
         return Outcome(
             status,
             verifier_lines=[line for _, line in self._lines[VERDICT_SERVICE]],

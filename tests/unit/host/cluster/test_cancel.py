@@ -181,20 +181,40 @@ def test_a_copier_whose_reader_is_gone_reads_its_child_to_the_end_into_dev_null(
 
 def test_a_copier_whose_reader_is_gone_cancels_the_run_waiting_in_the_main_thread_as_sigpipe(readerless):
     source, sink = os.pipe()
+    copier = threading.Thread(target=plain._copy, args=(source, readerless), daemon=True)
     started = time.monotonic()
-    with pytest.raises(cancel.Cancelled) as cancelled, cancel.Watch():
-        threading.Thread(target=plain._copy, args=(source, readerless), daemon=True).start()
-        os.write(sink, b"the line head waited for, and the next\n")
-        time.sleep(5)  # The run waiting on its child: the copier's SIGPIPE went to the copier's thread.
-    os.close(sink)
+    try:
+        with pytest.raises(cancel.Cancelled) as cancelled, cancel.Watch():
+            copier.start()
+            os.write(sink, b"the line head waited for, and the next\n")
+            time.sleep(5)  # The run waiting on its child: the write's own SIGPIPE went to the copier's thread.
+    finally:
+        os.close(sink)  # The copier reads to the end and stops.
+    copier.join(timeout=10)
     assert cancelled.value.status == 141 and cancelled.value.name.startswith("SIGPIPE (the reader")
     assert time.monotonic() - started < 3
 
 
+def test_a_broken_pipe_of_the_runs_own_making_is_not_its_reader_gone_and_cancels_nothing():
+    # `docker build -` ending before it read its context (tfcluster/cluster/build.py): the write's
+    # BrokenPipeError is the build's to report, where it was written. Without the readers' flag the
+    # write's SIGPIPE cancelled the run as if its output's reader had gone.
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        with cancel.Watch() as signals:
+            with pytest.raises(BrokenPipeError):
+                os.write(write, b"the build's context")
+            time.sleep(0.2)  # Where a handler of the write's SIGPIPE would have raised.
+    finally:
+        os.close(write)
+    assert signals.late is None
+
+
 def test_the_runs_own_lines_to_a_stream_whose_reader_is_gone_cancel_it_and_raise_nothing_after(readerless):
-    original = sys.stderr
+    original, text = sys.stderr, io.TextIOWrapper(readerless)
     with cancel.outliving_readers():
-        sys.stderr = cancel._Outliving(io.TextIOWrapper(readerless))  # As it wraps the real one.
+        sys.stderr = cancel._Outliving(text)  # As it wraps the real one.
         with pytest.raises(cancel.Cancelled) as cancelled, cancel.Watch():
             print("run: a line nobody reads", file=sys.stderr, flush=True)
             time.sleep(5)

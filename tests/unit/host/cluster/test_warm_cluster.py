@@ -3,8 +3,10 @@
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -230,3 +232,24 @@ def test_a_warm_run_whose_reader_is_gone_keeps_forwarding_every_line_for_its_ver
     kept = [line for _, line in execs._lines["verifier"]]
     assert len(kept) == 20_001 and kept[-1] == "verdict: PASS\n"
     assert os.readlink(f"/proc/self/fd/{write}") == "/dev/null"
+
+
+def test_a_signal_after_the_warm_verdict_fails_the_run_and_keeps_the_verdict(monkeypatch, capsys):
+    # SIGTERM while a worker's launcher ends after the verdict. Before, it was noted and dropped:
+    # a cancelled CI job's step passed. Now as a cold run's (api._cancelled_late).
+    cluster = warm.WarmCluster({"COMPOSE_FILE": "compose.yaml", "COMPOSE_PROJECT_NAME": "mine"}, ["worker-0"])
+    execs = warm._Exec(cluster, cluster._services(CONFIG, IMAGE), "r1", collects=False)
+    programs = {"worker-0": "import time; time.sleep(1.5)", "verifier": "print('verdict: PASS')"}
+
+    def start(service, _results):
+        command = [sys.executable, "-c", programs[service.name]]
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    monkeypatch.setattr(execs, "_start", start)
+    threading.Timer(0.7, os.kill, (os.getpid(), signal.SIGTERM)).start()
+    outcome = execs.run()
+    assert outcome.status == 143
+    assert outcome.verifier_lines == ["verdict: PASS\n"]
+    assert (
+        "received SIGTERM as the run ended: its verdict stands in the report, the run fails" in capsys.readouterr().err
+    )
