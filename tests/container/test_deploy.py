@@ -115,6 +115,10 @@ def _wait_for_containers(label: str, *statuses: str, present: bool, timeout: flo
             events.kill()
 
 
+# Alone: `docker swarm leave` empties the engine's DNS records of every running container on a
+# bridge network, so a cluster the other process was training lost its peers by name (exit 5,
+# "name not resolvable"): the flake seen 5 times in suite runs, reproduced by a leave beside a cluster.
+@pytest.mark.alone
 def test_a_swarm_stack_of_n_replicas_trains_and_verifies(swarm, tmp_path):
     stack = f"tfc-test-{uuid.uuid4().hex[:8]}"
     stack_file = tmp_path / "stack.yaml"

@@ -54,7 +54,8 @@ def verdict_killing(project: ComposeProject, service: str, *, when: str) -> tupl
 def what_each_container_was(project: ComposeProject, running) -> str:
     """For a run that never got where a test waited: every service's output as Compose showed it,
     and each worker container's state and networks (a peer once stayed unresolvable by name for
-    a whole join deadline, in suite runs only: the engine's DNS flake, docs/performance.md)."""
+    a whole join deadline, in suite runs only: the Swarm test's `docker swarm leave` beside it, which
+    now runs alone, docs/swarm.md)."""
     running.kill()
     output, _ = running.communicate(timeout=30)
     states = []
