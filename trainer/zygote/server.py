@@ -262,8 +262,12 @@ def _peer_pid(connection: socket.socket) -> int:
 
 
 def _kill_group(group: int) -> None:
+    """SIGKILL to a run's process group, and to its first process: a child not yet past its
+    `setsid` (a launcher killed just after the fork, on a busy machine) has no group of its own yet."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(group, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(group, signal.SIGKILL)
 
 
 def usage_now() -> str:
