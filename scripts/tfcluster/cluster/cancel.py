@@ -55,15 +55,16 @@ def described(signal_number: int) -> str:
     return f"{name} (the reader of its output is gone)" if signal_number == signal.SIGPIPE else name
 
 
-class _Outliving:
+class Outliving:
     """A standard stream that outlives its reader: once the reader has gone, what is written goes
     to /dev/null and the run is told (reader_gone), rather than BrokenPipeError raised wherever the
-    run was, in its clean-up too."""
+    run was, in its clean-up too. Text or bytes: the run's own prints, and the threads that copy
+    its children's output."""
 
     def __init__(self, stream):
         self._stream = stream
 
-    def write(self, text: str) -> int:
+    def write(self, text: str | bytes) -> int:
         try:
             return self._stream.write(text)
         except BrokenPipeError:
@@ -84,7 +85,7 @@ class _Outliving:
 def outliving_readers() -> Iterator[None]:
     """sys.stdout and sys.stderr outlive their readers for the block (a run's, from the command line)."""
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Outliving(sys.stdout), _Outliving(sys.stderr)
+    sys.stdout, sys.stderr = Outliving(sys.stdout), Outliving(sys.stderr)
     try:
         yield
     finally:

@@ -27,13 +27,11 @@ def strip(line: bytes) -> bytes:
 
 
 def _copy(source: int, target: BinaryIO) -> None:
+    target = cancel.Outliving(target)  # `scripts/run | head`: read on, or Compose would block.
     with os.fdopen(source, "rb") as lines:
         for line in lines:
-            try:
-                target.write(strip(line))
-                target.flush()
-            except BrokenPipeError:  # `scripts/run | head`: read on, or Compose would block.
-                cancel.reader_gone(target)
+            target.write(strip(line))
+            target.flush()
 
 
 @contextlib.contextmanager

@@ -368,14 +368,12 @@ class _Exec:
 
     def _forward(self, name: str, process: subprocess.Popen) -> None:
         prefix = f"{_shown(name):<{self._width}}  | "
+        stdout = cancel.Outliving(sys.stdout)  # `scripts/run --warm | head`: read on, for the verdict.
         for line in process.stdout:
             self._lines[name].append((time.time(), line))
             with self._print_lock:
-                try:
-                    sys.stdout.write(prefix + line)
-                    sys.stdout.flush()
-                except BrokenPipeError:  # `scripts/run --warm | head`: read on, for the verdict.
-                    cancel.reader_gone(sys.stdout)
+                stdout.write(prefix + line)
+                stdout.flush()
         process.wait()
 
     def _let_workers_end(self) -> None:

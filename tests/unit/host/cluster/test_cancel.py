@@ -214,7 +214,7 @@ def test_a_broken_pipe_of_the_runs_own_making_is_not_its_reader_gone_and_cancels
 def test_the_runs_own_lines_to_a_stream_whose_reader_is_gone_cancel_it_and_raise_nothing_after(readerless):
     original, text = sys.stderr, io.TextIOWrapper(readerless)
     with cancel.outliving_readers():
-        sys.stderr = cancel._Outliving(text)  # As it wraps the real one.
+        sys.stderr = cancel.Outliving(text)  # As it wraps the real one.
         with pytest.raises(cancel.Cancelled) as cancelled, cancel.Watch():
             print("run: a line nobody reads", file=sys.stderr, flush=True)
             time.sleep(5)
